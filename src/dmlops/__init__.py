@@ -1,0 +1,34 @@
+"""dmlops: DirectML's pooling and padding operators, with their exact semantics, off Windows.
+
+Two layers share one validation:
+
+- functions (NumPy in, NumPy out): :func:`average_pooling`, :func:`max_pooling`,
+  :func:`max_pooling_grad`, :func:`quantized_linear_average_pooling`, :func:`padding`, and the
+  helpers :func:`pooling_output_sizes` and :func:`onnx_pads`;
+- DirectML's descriptions: ``*Desc`` classes, :func:`compile_operator`, ``execute``.
+"""
+
+from .backends import backends, get_backend, set_backend
+from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc, CompiledOperator,
+                    MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, MaxPoolingGradDesc,
+                    Padding1Desc, PaddingDesc, QuantizedLinearAveragePoolingDesc,
+                    compile_operator)
+from .dtypes import DataType, FeatureLevel, PaddingMode
+from .errors import DmlError, InvalidArgumentError, UnsupportedError
+from .functional import (average_pooling, max_pooling, max_pooling_grad, padding,
+                         quantized_linear_average_pooling)
+from .tensor import TensorDesc
+from .window import onnx_pads, pooling_output_sizes
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "average_pooling", "max_pooling", "max_pooling_grad", "quantized_linear_average_pooling",
+    "padding", "pooling_output_sizes", "onnx_pads",
+    "TensorDesc", "AveragePoolingDesc", "AveragePooling1Desc",
+    "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
+    "MaxPoolingGradDesc", "PaddingDesc", "Padding1Desc", "DESC_CLASSES", "compile_operator",
+    "CompiledOperator", "DataType", "FeatureLevel", "PaddingMode",
+    "DmlError", "InvalidArgumentError", "UnsupportedError",
+    "backends", "set_backend", "get_backend", "__version__",
+]

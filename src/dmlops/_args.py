@@ -1,0 +1,105 @@
+"""Normalisers shared by every operator family: integers, spatial tuples, level checks.
+
+Each returns the canonical form or raises with the caller's spelling (see :class:`Names`).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .dtypes import DataType, FeatureLevel, data_type
+from .errors import DmlError, Names
+from .support import OPERATORS, first_level
+
+
+def is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def as_int_tuple(value, names: Names, field: str) -> tuple:
+    """A sequence of integers (no bools, no floats), as given: lengths are checked later."""
+    if is_int(value):
+        return (int(value),)
+    try:
+        items = list(value)
+    except TypeError:
+        raise names.invalid(f"{names(field)} = {value!r} must be an integer or a sequence of "
+                            f"integers") from None
+    out = []
+    for i, v in enumerate(items):
+        if not is_int(v):
+            raise names.invalid(f"{names(field, i)} = {v!r} must be an integer")
+        out.append(int(v))
+    return tuple(out)
+
+
+def spatial(value, k: int, names: Names, field: str, rank: int, allow_scalar=True) -> tuple:
+    """An int (every spatial dimension) or a sequence of ``k`` ints."""
+    if allow_scalar and is_int(value):
+        return (int(value),) * k
+    values = as_int_tuple(value, names, field)
+    if len(values) != k:
+        raise names.invalid(f"{names(field)} has {len(values)} values {list(values)}; expected "
+                            f"{k}, one per spatial dimension of the {rank}-D input")
+    return values
+
+
+def check_min(values, minimum: int, names: Names, field: str, rule: str):
+    for i, v in enumerate(values):
+        if v < minimum:
+            raise names.invalid(f"{names(field, i)} = {v} {rule}")
+
+
+def reraise(names: Names, fn, *args):
+    """Call a context-free normaliser and prefix its error with the operator's name."""
+    try:
+        return fn(*args)
+    except DmlError as e:
+        raise type(e)(f"{names.op}: {e}") from None
+
+
+def dtype_of(value, names: Names, field: str) -> DataType:
+    return reraise(names, data_type, value, f"{names(field)} data type")
+
+
+def operator_row(op: str, level: FeatureLevel | None, names: Names):
+    """The support row of ``op`` at ``level``; an operator the level lacks is unsupported."""
+    info = OPERATORS[op]
+    row = info.row(level)
+    if row is None:
+        raise names.unsupported(f"{info.operator_type} needs feature level {info.since} or "
+                                f"later; the target level is {level}")
+    return row
+
+
+def _level_text(level) -> str:
+    return "extended mode" if level is None else f"feature level {level}"
+
+
+def check_type(op: str, level, row, role: str, dt: DataType, names: Names, field: str):
+    allowed = row.types[role]
+    if dt in allowed:
+        return
+    later = first_level(op, lambda r: dt in r.types.get(role, ()))
+    hint = f" ({dt.name} needs feature level {later} or later)" if later and level is not None \
+        and later > level else ""
+    listed = ", ".join(t.name for t in DataType if t in allowed)
+    raise names.unsupported(f"{names(field)} has data type {dt.name}, which {_level_text(level)} "
+                            f"does not support here; accepted: {listed}{hint}")
+
+
+def check_rank(op: str, level, row, rank: int, names: Names, field: str, what="tensor"):
+    if rank in row.ranks:
+        return
+    later = first_level(op, lambda r: rank in r.ranks)
+    hint = f" ({rank}-D needs feature level {later} or later)" if later and level is not None \
+        and later > level else ""
+    listed = ", ".join(str(r) for r in sorted(row.ranks))
+    raise names.unsupported(f"{names(field)} is {rank}-D; {_level_text(level)} accepts a "
+                            f"{what} of rank {listed}{hint}")
+
+
+def index(value) -> int:
+    return operator.index(value)

@@ -1,0 +1,84 @@
+"""Backend registry and selection (SPEC 5).
+
+A backend is a module exposing the kernels ``average_pooling``, ``max_pooling``,
+``max_pooling_grad``, ``quantized_average_pooling`` and ``padding`` (see the reference
+backend for their signatures). Choosing: the call's ``backend=``, then :func:`set_backend`,
+then ``DMLOPS_BACKEND`` (read at call time), then the first available of ``PREFERENCE``.
+An unknown or unavailable name is an error, never a silent fallback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+from ..errors import UnsupportedError
+
+# name -> module path, in order of preference
+PREFERENCE = {
+    "cpu": "dmlops.backends.cpu",
+    "reference": "dmlops.backends.reference",
+}
+_loaded: dict = {}
+_failed: dict = {}
+_chosen: str | None = None
+
+
+def _load(name: str):
+    if name in _loaded:
+        return _loaded[name]
+    if name in _failed:
+        return None
+    try:
+        module = importlib.import_module(PREFERENCE[name])
+    except ImportError as e:  # a backend whose packages are missing is simply unavailable
+        _failed[name] = str(e)
+        return None
+    _loaded[name] = module
+    return module
+
+
+def backends() -> tuple:
+    """Names of the available backends, preferred first.
+
+    >>> "reference" in backends()
+    True
+    """
+    return tuple(name for name in PREFERENCE if _load(name) is not None)
+
+
+def _check(name, origin: str):
+    if not isinstance(name, str) or name.lower() not in PREFERENCE:
+        raise UnsupportedError(f"{origin} = {name!r} is not a dmlops backend; known: "
+                               f"{', '.join(PREFERENCE)}; available here: "
+                               f"{', '.join(backends())}")
+    name = name.lower()
+    if _load(name) is None:
+        raise UnsupportedError(f"{origin} = {name!r} is not available here "
+                               f"({_failed.get(name, 'not installed')}); available: "
+                               f"{', '.join(backends())}")
+    return name
+
+
+def set_backend(name: str | None) -> None:
+    """Choose the process-wide backend (``None`` goes back to the environment / default)."""
+    global _chosen
+    _chosen = None if name is None else _check(name, "set_backend(name)")
+
+
+def get_backend() -> str:
+    """The name :func:`resolve` would pick for a call without ``backend=``."""
+    return resolve(None)[0]
+
+
+def resolve(name: str | None):
+    """``(name, module)`` of the backend a call uses."""
+    if name is not None:
+        name = _check(name, "backend")
+    elif _chosen is not None:
+        name = _chosen
+    elif os.environ.get("DMLOPS_BACKEND"):
+        name = _check(os.environ["DMLOPS_BACKEND"], "DMLOPS_BACKEND")
+    else:
+        name = backends()[0]
+    return name, _loaded[name]

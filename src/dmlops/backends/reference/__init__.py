@@ -1,0 +1,12 @@
+"""The reference backend: plain NumPy, written to be read; the oracle of the test suite.
+
+Every kernel takes plain arrays (inputs of any strides, native byte order; outputs of any
+strides, written completely) and integers. Work is vectorised over output positions and
+loops only over window offsets, each offset a pair of basic slices (see ``window.py``).
+"""
+
+from .pooling import (average_pooling, max_pooling, max_pooling_grad,  # noqa: F401
+                      quantized_average_pooling)
+from .padding import padding  # noqa: F401
+
+NAME = "reference"

@@ -1,0 +1,143 @@
+"""Reference pooling kernels (SPEC 3.1, 3.3, 3.4, 3.5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .window import counts, offset_slices, offsets
+
+
+def _accumulator(dtype):
+    return np.float64 if dtype == np.float64 else np.float32
+
+
+def _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype):
+    """Σ of the real elements of every window, in row-major window-offset order."""
+    acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=acc_dtype)
+    for j in offsets(window):
+        sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
+        if sl is not None:
+            acc[sl[0]] += x[sl[1]].astype(acc_dtype)
+    return acc
+
+
+def average_pooling(x, y, window, strides, start, end, dilations, include_padding):
+    """y = Σ real elements / divisor; a zero divisor gives +0.0 (SPEC 3.1)."""
+    acc_dtype = _accumulator(y.dtype)
+    out_spatial = y.shape[2:]
+    acc = _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype)
+    div = counts(x.shape[2:], out_spatial, window, strides, start, end, dilations,
+                 include_padding).astype(acc_dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = np.where(div > 0, acc / np.where(div > 0, div, 1), acc_dtype(0))
+    y[...] = result.astype(y.dtype)
+
+
+def argmax(x, out_spatial, window, strides, start, dilations):
+    """(values, winning offset number, has-a-real-element) of every window.
+
+    Offsets are visited in row-major order, i.e. ascending flat input index, and a candidate
+    replaces the best only if strictly greater, or NaN when the best is not NaN: so ties keep
+    the lowest index and the first NaN sticks.
+    """
+    shape = x.shape[:2] + tuple(out_spatial)
+    best = np.zeros(shape, dtype=x.dtype)
+    arg = np.zeros(shape, dtype=np.int64)
+    has = np.zeros(shape, dtype=bool)
+    is_float = x.dtype.kind == "f"
+    for number, j in enumerate(offsets(window)):
+        sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
+        if sl is None:
+            continue
+        cand, b, h = x[sl[1]], best[sl[0]], has[sl[0]]
+        if is_float:
+            take = ~h | (~np.isnan(b) & (np.isnan(cand) | (cand > b)))
+        else:
+            take = ~h | (cand > b)
+        np.copyto(b, cand, where=take)
+        arg[sl[0]][take] = number
+        h |= take
+    return best, arg, has
+
+
+def flat_indices(in_sizes, arg, window, strides, start, dilations):
+    """Flat row-major index over the logical input sizes of each window's winning element."""
+    n, c = arg.shape[:2]
+    out_spatial = arg.shape[2:]
+    flat = (np.arange(n)[:, None] * in_sizes[1] + np.arange(c)[None, :])
+    flat = flat.reshape((n, c) + (1,) * len(window))
+    js = np.unravel_index(arg, window)
+    for i, size in enumerate(in_sizes[2:]):
+        o = np.arange(out_spatial[i]).reshape((1, 1) + tuple(
+            out_spatial[i] if d == i else 1 for d in range(len(window))))
+        xi = o * strides[i] + js[i] * dilations[i] - start[i]
+        flat = flat * size + xi
+    return flat
+
+
+def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+    """Max of the real elements with its flat index (SPEC 3.4). A window without real elements
+    gives -inf (floats) or the type's minimum, and ``empty_index``."""
+    best, arg, has = argmax(x, y.shape[2:], window, strides, start, dilations)
+    if x.dtype.kind == "f":
+        empty = -np.inf
+    else:
+        empty = np.iinfo(x.dtype).min
+    np.copyto(best, np.array(empty, dtype=x.dtype), where=~has)
+    y[...] = best
+    if indices is not None:
+        flat = flat_indices(x.shape, arg, window, strides, start, dilations)
+        flat = np.where(has, flat, 0).astype(indices.dtype)
+        np.copyto(flat, np.array(empty_index).astype(indices.dtype), where=~has)
+        indices[...] = flat
+
+
+def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
+    """Scatter each window's gradient to its argmax (SPEC 3.5).
+
+    For one input element, the windows that can choose it are visited here in descending
+    window-offset order, which is ascending forward-output order (the output coordinate falls
+    as the offset grows); an offset never maps two outputs to one input element. So every
+    element sums its contributions, from +0.0, in ascending flat output order.
+    """
+    acc_dtype = _accumulator(dx.dtype)
+    out_spatial = dy.shape[2:]
+    _, arg, has = argmax(x, out_spatial, window, strides, start, dilations)
+    g = dy.astype(acc_dtype)
+    acc = np.zeros(x.shape, dtype=acc_dtype)
+    all_offsets = list(offsets(window))
+    for number in range(len(all_offsets) - 1, -1, -1):
+        sl = offset_slices(all_offsets[number], x.shape[2:], out_spatial, strides, start,
+                           dilations)
+        if sl is None:
+            continue
+        chosen = has[sl[0]] & (arg[sl[0]] == number)
+        target = acc[sl[1]]
+        np.add(target, g[sl[0]], out=target, where=chosen)
+    dx[...] = acc.astype(dx.dtype)
+
+
+def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, strides, start,
+                              end, dilations, include_padding):
+    """Dequantize, average, quantize, with SPEC 3.3's exact arithmetic.
+
+    ``scale_*`` are float32 and ``zp_*`` int64 arrays broadcastable to ``(N, C, 1, ...)``.
+    """
+    out_spatial = y.shape[2:]
+    acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=np.int64)
+    xs = x.astype(np.int64) - zp_in
+    for j in offsets(window):
+        sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
+        if sl is not None:
+            acc[sl[0]] += xs[sl[1]]
+    div = counts(x.shape[2:], out_spatial, window, strides, start, end, dilations,
+                 include_padding)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        t = acc.astype(np.float32) * scale_in
+        t = t / np.where(div > 0, div, 1).astype(np.float32)
+        t = t / scale_out
+        q = np.rint(t).astype(np.float64) + zp_out
+    info = np.iinfo(y.dtype)
+    q = np.clip(q, info.min, info.max)
+    q = np.where(div > 0, q, np.broadcast_to(zp_out, q.shape))
+    y[...] = q.astype(y.dtype)

@@ -1,0 +1,542 @@
+"""The DirectML layer (SPEC 4.2): one description class per operator and version,
+:func:`compile_operator` (validates once) and :class:`CompiledOperator` (executes many times).
+
+>>> import numpy as np, dmlops as dml
+>>> desc = dml.MaxPooling2Desc(
+...     input_tensor=dml.TensorDesc("FLOAT32", (1, 1, 3, 3)),
+...     output_tensor=dml.TensorDesc("FLOAT32", (1, 1, 2, 2)),
+...     output_indices_tensor=dml.TensorDesc("UINT32", (1, 1, 2, 2)),
+...     strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0),
+...     dilations=(1, 1))
+>>> op = dml.compile_operator(desc, feature_level="6.4")
+>>> x = np.array([[1, 2, 3], [2, 4, 2], [5, 6, 7]], np.float32).reshape(1, 1, 3, 3)
+>>> out = op.execute(input_tensor=x)
+>>> out["output_tensor"][0, 0].tolist(), out["output_indices_tensor"][0, 0].tolist()
+([[4.0, 4.0], [6.0, 7.0]], [[4, 4], [7, 8]])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backends import resolve as resolve_backend
+from . import padding as _pad
+from . import pooling as _pool
+from ._args import is_int, reraise
+from .dtypes import DataType, PaddingMode, data_type, feature_level as _feature_level
+from .dtypes import padding_mode
+from .errors import DmlError, InvalidArgumentError, Names
+from .support import OPERATORS
+from .tensor import TensorDesc, bind, check_tensor_desc, check_tensor_values, native, strides_alias
+
+__all__ = ["AveragePoolingDesc", "AveragePooling1Desc", "QuantizedLinearAveragePoolingDesc",
+           "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "MaxPoolingGradDesc",
+           "PaddingDesc", "Padding1Desc", "compile_operator", "CompiledOperator",
+           "DESC_CLASSES"]
+
+IN, OUT = "input", "output"
+
+
+def _spelling(value):
+    """Sequences become tuples of ints where they are ints; anything else is kept as given
+    for compile_operator to report."""
+    if value is None or is_int(value) or isinstance(value, (str, bytes)):
+        return int(value) if is_int(value) else value
+    try:
+        return tuple(int(v) if is_int(v) else v for v in value)
+    except TypeError:
+        return value
+
+
+class _Desc:
+    """Common behaviour of the description classes."""
+
+    _op: str = ""
+    # (field, input/output, optional)
+    _tensors: tuple = ()
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("strides", "window_size", "start_padding", "end_padding",
+                          "dilations"):
+                object.__setattr__(self, f.name, _spelling(value))
+            elif f.name == "padding_mode":
+                try:
+                    object.__setattr__(self, f.name, padding_mode(value))
+                except DmlError:
+                    pass
+            elif f.name == "padding_value_data_type" and value is not None:
+                try:
+                    object.__setattr__(self, f.name, data_type(value))
+                except DmlError:
+                    pass
+            elif f.name == "include_padding" and isinstance(value, (int, np.integer)):
+                object.__setattr__(self, f.name, bool(value) if value in (0, 1) else value)
+
+    @property
+    def operator_type(self) -> str:
+        return "DML_OPERATOR_" + self._op
+
+    @property
+    def operator_type_value(self) -> int:
+        return OPERATORS[self._op].value
+
+    @classmethod
+    def bind_points(cls):
+        return cls._tensors
+
+
+def _desc(op, tensors):
+    def wrap(cls):
+        cls = dataclass(frozen=True, kw_only=True)(cls)
+        cls._op = op
+        cls._tensors = tensors
+        cls.operator_type = "DML_OPERATOR_" + op
+        cls.operator_type_value = OPERATORS[op].value
+        return cls
+    return wrap
+
+
+_POOL_TENSORS = (("input_tensor", IN, False), ("output_tensor", OUT, False))
+
+
+@_desc("AVERAGE_POOLING", _POOL_TENSORS)
+class AveragePoolingDesc(_Desc):
+    """DML_AVERAGE_POOLING_OPERATOR_DESC (FL 1.0)."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    include_padding: bool = False
+
+
+@_desc("AVERAGE_POOLING1", _POOL_TENSORS)
+class AveragePooling1Desc(_Desc):
+    """DML_AVERAGE_POOLING1_OPERATOR_DESC (FL 6.2): adds Dilations."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    dilations: object = 1
+    include_padding: bool = False
+
+
+@_desc("QUANTIZED_LINEAR_AVERAGE_POOLING",
+       (("input_tensor", IN, False), ("input_scale_tensor", IN, False),
+        ("input_zero_point_tensor", IN, True), ("output_scale_tensor", IN, False),
+        ("output_zero_point_tensor", IN, True), ("output_tensor", OUT, False)))
+class QuantizedLinearAveragePoolingDesc(_Desc):
+    """DML_QUANTIZED_LINEAR_AVERAGE_POOLING_OPERATOR_DESC (FL 6.2)."""
+    input_tensor: TensorDesc
+    input_scale_tensor: TensorDesc
+    input_zero_point_tensor: TensorDesc | None = None
+    output_scale_tensor: TensorDesc
+    output_zero_point_tensor: TensorDesc | None = None
+    output_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    dilations: object = 1
+    include_padding: bool = False
+
+
+@_desc("MAX_POOLING", _POOL_TENSORS)
+class MaxPoolingDesc(_Desc):
+    """DML_MAX_POOLING_OPERATOR_DESC (FL 1.0)."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+
+
+_MAX_TENSORS = _POOL_TENSORS + (("output_indices_tensor", OUT, True),)
+
+
+@_desc("MAX_POOLING1", _MAX_TENSORS)
+class MaxPooling1Desc(_Desc):
+    """DML_MAX_POOLING1_OPERATOR_DESC (FL 2.0): optional indices."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    output_indices_tensor: TensorDesc | None = None
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+
+
+@_desc("MAX_POOLING2", _MAX_TENSORS)
+class MaxPooling2Desc(_Desc):
+    """DML_MAX_POOLING2_OPERATOR_DESC (FL 2.1): indices and Dilations."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    output_indices_tensor: TensorDesc | None = None
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    dilations: object = 1
+
+
+@_desc("MAX_POOLING_GRAD", (("input_tensor", IN, False), ("input_gradient_tensor", IN, False),
+                            ("output_gradient_tensor", OUT, False)))
+class MaxPoolingGradDesc(_Desc):
+    """DML_MAX_POOLING_GRAD_OPERATOR_DESC (FL 3.0)."""
+    input_tensor: TensorDesc
+    input_gradient_tensor: TensorDesc
+    output_gradient_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    dilations: object = 1
+
+
+@_desc("PADDING", _POOL_TENSORS)
+class PaddingDesc(_Desc):
+    """DML_PADDING_OPERATOR_DESC (FL 1.0); PaddingValue is a 32-bit FLOAT."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    padding_mode: object = PaddingMode.CONSTANT
+    padding_value: float = 0.0
+    dimension_count: int | None = None
+    start_padding: object
+    end_padding: object
+
+
+@_desc("PADDING1", _POOL_TENSORS)
+class Padding1Desc(_Desc):
+    """DML_PADDING1_OPERATOR_DESC (FL 5.0); PaddingValue is given in the output type
+    (``padding_value_data_type``, which must equal it; ``None`` means the output's type)."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    padding_mode: object = PaddingMode.CONSTANT
+    padding_value_data_type: object = None
+    padding_value: object = 0
+    dimension_count: int | None = None
+    start_padding: object
+    end_padding: object
+
+
+DESC_CLASSES = {cls._op: cls for cls in (
+    AveragePoolingDesc, AveragePooling1Desc, QuantizedLinearAveragePoolingDesc, MaxPoolingDesc,
+    MaxPooling1Desc, MaxPooling2Desc, MaxPoolingGradDesc, PaddingDesc, Padding1Desc)}
+
+
+# --- compile ----------------------------------------------------------------------------
+
+_FIELD_LABELS = {
+    "input": ("input_tensor", 0), "output": ("output_tensor", 0),
+    "indices": ("output_indices_tensor", 0), "output_sizes": ("output_tensor.sizes", 0),
+    "mode": ("padding_mode", 0), "value": ("padding_value", 0),
+}
+
+
+def _names(desc) -> Names:
+    return Names(desc._op, _FIELD_LABELS)
+
+
+def _tensor_phase1(desc, names):
+    for field, _, optional in desc._tensors:
+        t = getattr(desc, field)
+        if t is None:
+            if not optional:
+                raise names.invalid(f"{field} is required")
+            continue
+        check_tensor_desc(t, names, field)
+
+
+def _tensor_phase3(desc, names):
+    for field, kind, _ in desc._tensors:
+        t = getattr(desc, field)
+        if t is None:
+            continue
+        check_tensor_values(t, names, field)
+        if kind == OUT and t.strides is not None and strides_alias(t.sizes, t.strides):
+            raise names.invalid(f"{field}.strides = {list(t.strides)} make two elements of "
+                                f"sizes {list(t.sizes)} share memory; an output's elements "
+                                f"must be distinct")
+
+
+def _check_dimension_count(desc, names, k, what):
+    dc = desc.dimension_count
+    if dc is not None and (not is_int(dc) or dc != k):
+        raise names.invalid(f"dimension_count = {dc!r} does not match {what} ({k})")
+
+
+def _pool_params(desc, names, rank):
+    return _pool.window_params(None, names, rank, desc.window_size, desc.strides,
+                               desc.start_padding, desc.end_padding,
+                               getattr(desc, "dilations", 1), allow_scalar=True)
+
+
+def _bool_field(desc, names, field):
+    value = getattr(desc, field)
+    if not isinstance(value, (bool, np.bool_)):
+        raise names.invalid(f"{field} = {value!r} must be a bool (or 0/1)")
+    return bool(value)
+
+
+def _compile_pool(desc, level, names):
+    op = desc._op
+    _tensor_phase1(desc, names)
+    x = desc.input_tensor
+    if isinstance(desc, MaxPoolingGradDesc):
+        names = names.with_fields(output_sizes=("input_gradient_tensor.sizes", 0),
+                                  output=("output_gradient_tensor", 0))
+        roles = [("input", "data", x.data_type, x.rank),
+                 ("input_gradient_tensor", "data", desc.input_gradient_tensor.data_type,
+                  desc.input_gradient_tensor.rank),
+                 ("output", "data", desc.output_gradient_tensor.data_type,
+                  desc.output_gradient_tensor.rank)]
+        out_t = desc.input_gradient_tensor
+    else:
+        out_role = "output" if op == "QUANTIZED_LINEAR_AVERAGE_POOLING" else "data"
+        roles = [("input", "data", x.data_type, x.rank),
+                 ("output", out_role, desc.output_tensor.data_type, desc.output_tensor.rank)]
+        idx = getattr(desc, "output_indices_tensor", None)
+        if idx is not None:
+            roles.append(("indices", "indices", idx.data_type, idx.rank))
+        out_t = desc.output_tensor
+    row = _pool.check_tensor_types(op, level, names, roles)
+    if op != "QUANTIZED_LINEAR_AVERAGE_POOLING":
+        for field, _, dt, _ in roles[1:]:
+            if field != "indices":
+                _pool.same_type(names, "input", x.data_type, field, dt)
+    quant = None
+    if op == "QUANTIZED_LINEAR_AVERAGE_POOLING":
+        quant = _quant_desc_types(desc, names)
+    # phase 2: lengths
+    _check_dimension_count(desc, names, x.rank - 2, f"the {x.rank}-D input's spatial "
+                           f"dimension count")
+    params = _pool_params(desc, names, x.rank)
+    # phase 3: values
+    _tensor_phase3(desc, names)
+    geometry = _pool.geometry(row, names, x.sizes, params, out_t.sizes)
+    kind = {"AVERAGE_POOLING": "average", "AVERAGE_POOLING1": "average",
+            "QUANTIZED_LINEAR_AVERAGE_POOLING": "quantized",
+            "MAX_POOLING_GRAD": "max_grad"}.get(op, "max")
+    include = _bool_field(desc, names, "include_padding") if hasattr(desc, "include_padding") \
+        else False
+    idx_dt = None
+    if kind == "max" and getattr(desc, "output_indices_tensor", None) is not None:
+        idx = desc.output_indices_tensor
+        if idx.sizes != geometry.output_sizes:
+            raise names.invalid(f"output_indices_tensor.sizes = {list(idx.sizes)} must equal "
+                                f"output_tensor.sizes {list(geometry.output_sizes)}")
+        _pool.check_index_type(x.sizes, idx.data_type, names, "indices")
+        idx_dt = idx.data_type
+    if kind == "max_grad" and desc.output_gradient_tensor.sizes != x.sizes:
+        raise names.invalid(f"output_gradient_tensor.sizes = "
+                            f"{list(desc.output_gradient_tensor.sizes)} must equal "
+                            f"input_tensor.sizes {list(x.sizes)}")
+    if quant is not None:
+        for field in ("input_scale_tensor", "input_zero_point_tensor", "output_scale_tensor",
+                      "output_zero_point_tensor"):
+            t = getattr(desc, field)
+            if t is not None:
+                _pool.quantization_param_shape(t.sizes, x.sizes, names, field)
+    out_dt = desc.output_tensor.data_type if kind != "max_grad" else x.data_type
+    return _pool.PoolPlan(kind, op, geometry, x.data_type, out_dt, idx_dt, include)
+
+
+def _quant_desc_types(desc, names):
+    for field in ("input_scale_tensor", "output_scale_tensor"):
+        t = getattr(desc, field)
+        if t.data_type != DataType.FLOAT32:
+            raise names.unsupported(f"{field} has data type {t.data_type.name}; scales are "
+                                    f"FLOAT32")
+    for field, owner in (("input_zero_point_tensor", "input_tensor"),
+                         ("output_zero_point_tensor", "output_tensor")):
+        t = getattr(desc, field)
+        if t is not None and t.data_type != getattr(desc, owner).data_type:
+            raise names.unsupported(f"{field} has data type {t.data_type.name}; it must match "
+                                    f"{owner} ({getattr(desc, owner).data_type.name})")
+    return True
+
+
+def _compile_pad(desc, level, names):
+    op = desc._op
+    _tensor_phase1(desc, names)
+    x, y = desc.input_tensor, desc.output_tensor
+    mode = _pad.plan_padding(op, level, names, x.data_type, x.rank, y.data_type, y.rank,
+                             desc.padding_mode)
+    if op == "PADDING1" and desc.padding_value_data_type is not None:
+        vdt = reraise(names, data_type, desc.padding_value_data_type,
+                      "padding_value_data_type")
+        if vdt != y.data_type:
+            raise names.invalid(f"padding_value_data_type = {vdt.name} must equal the output "
+                                f"type {y.data_type.name}")
+    _check_dimension_count(desc, names, x.rank, f"the {x.rank}-D input's rank")
+    start, end = _pad.pad_lengths(desc.start_padding, desc.end_padding, x.rank, names,
+                                  allow_scalar=True)
+    _tensor_phase3(desc, names)
+    _pad.check_pad_values(x.sizes, start, end, mode, names)
+    expected = tuple(n + a + b for n, a, b in zip(x.sizes, start, end))
+    if y.sizes != expected:
+        d = next(i for i in range(len(expected)) if y.sizes[i] != expected[i])
+        raise names.invalid(f"output_tensor.sizes[{d}] = {y.sizes[d]} must be input size "
+                            f"{x.sizes[d]} + start_padding {start[d]} + end_padding {end[d]} "
+                            f"= {expected[d]}")
+    if op == "PADDING":
+        value = _pad.convert_value(_pad.float32_field(desc.padding_value, names, "value"),
+                                   x.data_type, names)
+    else:
+        value = _pad.exact_value(desc.padding_value, x.data_type, names, "value")
+    return _pad.PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(desc, level):
+    names = _names(desc)
+    if desc._op.startswith("PADDING"):
+        return _compile_pad(desc, level, names)
+    return _compile_pool(desc, level, names)
+
+
+def compile_operator(desc, feature_level=None, *, backend=None) -> "CompiledOperator":
+    """Validate ``desc`` against ``feature_level`` (``None``: extended mode) once, and return
+    an operator that executes many times."""
+    if not isinstance(desc, _Desc):
+        raise InvalidArgumentError(
+            f"compile_operator: desc must be one of the description classes "
+            f"({', '.join(c.__name__ for c in DESC_CLASSES.values())}), got "
+            f"{type(desc).__name__}")
+    level = _feature_level(feature_level)
+    try:
+        plan = _plan(desc, level)
+    except TypeError as e:  # an unhashable field: validate without the cache
+        if isinstance(e, DmlError):
+            raise
+        plan = _plan.__wrapped__(desc, level)
+    name, kernels = resolve_backend(backend)
+    return CompiledOperator(desc, level, plan, name, kernels)
+
+
+class CompiledOperator:
+    """A validated operator. ``execute(**bindings)`` binds arrays by bind point (snake_case
+    DirectML names) and returns a dict of every output."""
+
+    def __init__(self, desc, level, plan, backend_name, kernels):
+        self.desc = desc
+        self.feature_level = level
+        self.plan = plan
+        self.backend = backend_name
+        self._kernels = kernels
+
+    def __repr__(self):
+        return f"<CompiledOperator {self.desc.operator_type} backend={self.backend}>"
+
+    def execute(self, **bindings) -> dict:
+        desc, names = self.desc, _names(self.desc)
+        known = {field: (kind, optional) for field, kind, optional in desc._tensors}
+        for key in bindings:
+            if key not in known:
+                raise names.invalid(f"execute: unknown bind point {key!r}; this operator's "
+                                    f"bind points are {', '.join(known)}")
+            if getattr(desc, key) is None and bindings[key] is not None:
+                raise names.invalid(f"execute: {key} is bound, but the description leaves it "
+                                    f"out")
+        views, given = {}, {}
+        for field, (kind, optional) in known.items():
+            t = getattr(desc, field)
+            if t is None:
+                continue
+            value = bindings.get(field)
+            if value is None:
+                if kind == IN:
+                    raise names.invalid(f"execute: the input {field} is not bound")
+                continue
+            views[field] = bind(value, t, names, field, output=(kind == OUT))
+            given[field] = value
+        inputs = [f for f, (k, _) in known.items() if k == IN and f in views]
+        outputs = [f for f, (k, _) in known.items() if k == OUT and f in views]
+        check_no_overlap(names, [(f, views[f]) for f in inputs], [(f, views[f]) for f in outputs])
+        extra = self._quantization(views, names) if self.plan.__class__ is _pool.PoolPlan and \
+            self.plan.kind == "quantized" else None
+        result = {}
+        out_views = []
+        for field, (kind, _) in known.items():
+            t = getattr(desc, field)
+            if kind != OUT or t is None:
+                continue
+            if field in views:
+                result[field] = given[field]
+                out_views.append(views[field])
+            else:
+                arr = np.empty(t.sizes, dtype=t.dtype)
+                result[field] = arr
+                out_views.append(arr)
+        x = native(views["input_tensor"])
+        with_native_outputs(out_views, lambda outs: self._run(x, outs, views, extra))
+        return result
+
+    def _run(self, x, outs, views, extra):
+        if isinstance(self.plan, _pad.PadPlan):
+            run_padding(self.plan, self._kernels, x, outs[0])
+            return
+        if self.plan.kind == "max_grad":
+            extra = {"dy": native(views["input_gradient_tensor"])}
+        _pool.run_pooling(self.plan, self._kernels, x, outs, extra)
+
+    def _quantization(self, views, names):
+        desc = self.desc
+        rank = desc.input_tensor.rank
+        out = {}
+        for key, field in (("scale_in", "input_scale_tensor"), ("scale_out", "output_scale_tensor")):
+            s = np.asarray(native(views[field]), dtype=np.float32)
+            _pool.check_scale_values(s, names, field)
+            out[key] = s.reshape(s.shape + (1,) * (rank - s.ndim)) if s.ndim < rank else s
+        for key, field in (("zp_in", "input_zero_point_tensor"), ("zp_out", "output_zero_point_tensor")):
+            if field in views:
+                z = np.asarray(views[field]).astype(np.int64)
+                out[key] = z.reshape(z.shape + (1,) * (rank - z.ndim)) if z.ndim < rank else z
+            else:
+                out[key] = np.zeros((1,) * rank, dtype=np.int64)
+        return out
+
+
+def check_no_overlap(names, inputs, outputs):
+    """An output may share memory neither with an input nor with another output."""
+    for i, (fo, o) in enumerate(outputs):
+        for fi, a in list(inputs) + outputs[:i]:
+            if np.may_share_memory(o, a):
+                try:
+                    overlap = np.shares_memory(o, a, max_work=100_000)
+                except np.exceptions.TooHardError:
+                    overlap = True
+                if overlap:
+                    raise names.invalid(f"{fo} shares memory with {fi}; outputs must not "
+                                        f"overlap inputs or each other")
+
+
+def with_native_outputs(views, run):
+    """Run ``run(outputs)`` with native-byte-order outputs, copying back where a view is not."""
+    temps = [v if v.dtype.isnative else np.empty(v.shape, v.dtype.newbyteorder("="))
+             for v in views]
+    run(temps)
+    for v, t in zip(views, temps):
+        if t is not v:
+            v[...] = t
+
+
+def run_padding(plan, kernels, x, y):
+    kernels.padding(x, y, plan.start, int(plan.mode), np.asarray(plan.value, dtype=y.dtype))

@@ -1,0 +1,158 @@
+"""Validation and planning of PADDING / PADDING1 (SPEC 3.9): one path for the functional API
+and the description layer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ._args import as_int_tuple, check_min, check_rank, check_type, is_int, operator_row, reraise
+from .dtypes import DataType, PaddingMode, padding_mode
+from .errors import Names
+from .support import first_level
+
+
+@dataclass(frozen=True)
+class PadPlan:
+    op: str
+    dtype: DataType
+    in_sizes: tuple
+    start: tuple
+    end: tuple
+    mode: PaddingMode
+    value: object             # already of ``dtype`` (a NumPy scalar)
+
+    @property
+    def out_sizes(self) -> tuple:
+        return tuple(n + a + b for n, a, b in zip(self.in_sizes, self.start, self.end))
+
+
+def check_mode(op, level, row, mode, names: Names) -> PaddingMode:
+    mode = reraise(names, padding_mode, mode, names("mode"))
+    if mode not in row.modes:
+        later = first_level(op, lambda r: mode in r.modes)
+        raise names.unsupported(f"{names('mode')} = {mode.name} needs feature level {later} or "
+                                f"later; the target level is {level}")
+    return mode
+
+
+def pad_lengths(start, end, rank, names: Names, allow_scalar: bool):
+    pads = []
+    for field, value in (("start_padding", start), ("end_padding", end)):
+        if is_int(value) and allow_scalar:
+            pads.append((int(value),) * rank)
+            continue
+        values = as_int_tuple(value, names, field)
+        if len(values) != rank:
+            raise names.invalid(f"{names(field)} has {len(values)} values {list(values)}; "
+                                f"expected {rank}, one per dimension of the {rank}-D input "
+                                f"(padding covers every dimension, N and C included)")
+        pads.append(values)
+    return pads
+
+
+def check_pad_values(in_sizes, start, end, mode, names: Names):
+    check_min(start, 0, names, "start_padding", "must not be negative")
+    check_min(end, 0, names, "end_padding", "must not be negative")
+    if mode == PaddingMode.REFLECTION:
+        for d, n in enumerate(in_sizes):
+            if n == 1 and (start[d] or end[d]):
+                raise names.invalid(
+                    f"{names('start_padding' if start[d] else 'end_padding', d)} = "
+                    f"{start[d] or end[d]}: REFLECTION cannot pad dimension {d} of size 1 (it "
+                    f"has no element to mirror); use EDGE or SYMMETRIC there")
+
+
+def plan_padding(op, level, names, dt: DataType, rank: int, out_dt, out_rank, mode):
+    """Phase 1: types, ranks, level and mode."""
+    row = operator_row(op, level, names)
+    check_type(op, level, row, "data", dt, names, "input")
+    check_rank(op, level, row, rank, names, "input")
+    if out_dt is not None and out_dt != dt:
+        raise names.unsupported(f"{names('output')} has data type {out_dt.name}; it must "
+                                f"match {names('input')} ({dt.name})")
+    if out_rank is not None and out_rank != rank:
+        raise names.unsupported(f"{names('output')} is {out_rank}-D; it must have the rank "
+                                f"of {names('input')} ({rank}-D)")
+    return check_mode(op, level, row, mode, names)
+
+
+# --- the padding value -------------------------------------------------------------------
+
+def _round_int_to_float(v: int, dtype: np.dtype):
+    """A Python int rounded once, to nearest (ties to even), to a float type."""
+    with np.errstate(over="ignore"):
+        try:
+            f = dtype.type(float(v))
+        except OverflowError:
+            return dtype.type(math.copysign(math.inf, v))
+    if not np.isfinite(f):
+        return f
+    exact = Fraction(v)
+    best = f
+    for cand in (np.nextafter(f, dtype.type(-np.inf)), np.nextafter(f, dtype.type(np.inf))):
+        if not np.isfinite(cand):
+            continue
+        dc, db = abs(Fraction(float(cand)) - exact), abs(Fraction(float(best)) - exact)
+        if dc < db or (dc == db and int(cand.view(f"u{dtype.itemsize}")) % 2 == 0):
+            best = cand
+    return best
+
+
+def convert_value(value, dt: DataType, names: Names, field: str = "value"):
+    """A number converted to ``dt``: integers truncate toward zero and saturate (NaN -> 0);
+    floats round to nearest."""
+    dtype = dt.dtype
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if not isinstance(value, (int, float)):
+        raise names.invalid(f"{names(field)} = {value!r} must be a real number")
+    if dtype.kind == "f":
+        if isinstance(value, int):
+            return _round_int_to_float(value, dtype)
+        with np.errstate(over="ignore"):
+            return dtype.type(value)
+    info = np.iinfo(dtype)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return dtype.type(0)
+        if math.isinf(value):
+            return dtype.type(info.max if value > 0 else info.min)
+        value = math.trunc(value)
+    return dtype.type(min(max(value, info.min), info.max))
+
+
+def float32_field(value, names: Names, field: str):
+    """PADDING's PaddingValue is a 32-bit FLOAT: round it to float32 first."""
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if isinstance(value, int):
+        return float(_round_int_to_float(value, np.dtype(np.float32)))
+    if not isinstance(value, float):
+        raise names.invalid(f"{names(field)} = {value!r} must be a real number")
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
+
+
+def exact_value(value, dt: DataType, names: Names, field: str):
+    """PADDING1's value, given in the output type: an integer type needs an integral value in
+    range; a float type rounds to nearest but may not overflow to infinity."""
+    converted = convert_value(value, dt, names, field)
+    raw = value.item() if isinstance(value, (np.ndarray, np.generic)) else value
+    if dt.dtype.kind in "iu":
+        ok = (isinstance(raw, (int, bool)) or (isinstance(raw, float) and math.isfinite(raw)
+                                               and raw == math.trunc(raw)))
+        if not ok or int(raw) != int(converted):
+            info = np.iinfo(dt.dtype)
+            raise names.invalid(f"{names(field)} = {raw!r} is not exactly representable in "
+                                f"{dt.name} (integers in [{info.min}, {info.max}])")
+    elif np.isinf(converted) and not (isinstance(raw, float) and math.isinf(raw)):
+        raise names.invalid(f"{names(field)} = {raw!r} overflows {dt.name}")
+    return converted

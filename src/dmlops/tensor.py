@@ -1,0 +1,192 @@
+"""Tensor descriptions (SPEC 1.2) and the binding of arrays to them.
+
+A :class:`TensorDesc` only records what it is given (spellings normalised); every rule is
+checked by :func:`check_tensor_desc` when an operator is compiled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._args import is_int
+from .dtypes import DataType, data_type
+from .errors import DmlError, Names
+
+__all__ = ["TensorDesc"]
+
+
+def _maybe_type(value):
+    try:
+        return data_type(value)
+    except DmlError:
+        return value          # reported by compile_operator
+
+
+def _maybe_tuple(value):
+    if value is None:
+        return None
+    try:
+        return tuple(int(v) if is_int(v) else v for v in value)
+    except TypeError:
+        return value
+
+
+@dataclass(frozen=True, init=False)
+class TensorDesc:
+    """DirectML's DML_BUFFER_TENSOR_DESC: data type, sizes, optional element strides.
+
+    >>> t = TensorDesc("FLOAT32", (1, 1, 3, 5), strides=(15, 1, 5, 1))   # NHWC in memory
+    >>> t.minimum_size_in_bytes
+    60
+    """
+
+    data_type: object
+    sizes: tuple
+    strides: tuple | None
+    total_tensor_size_in_bytes: int | None
+    flags: int
+    guaranteed_base_offset_alignment: int
+    dimension_count: int | None
+
+    def __init__(self, data_type, sizes, strides=None, *, total_tensor_size_in_bytes=None,
+                 flags=0, guaranteed_base_offset_alignment=0, dimension_count=None):
+        set_ = object.__setattr__
+        set_(self, "data_type", _maybe_type(data_type))
+        set_(self, "sizes", _maybe_tuple(sizes))
+        set_(self, "strides", _maybe_tuple(strides))
+        set_(self, "total_tensor_size_in_bytes", total_tensor_size_in_bytes)
+        set_(self, "flags", flags)
+        set_(self, "guaranteed_base_offset_alignment", guaranteed_base_offset_alignment)
+        set_(self, "dimension_count", dimension_count)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data_type.dtype
+
+    @property
+    def rank(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def element_strides(self) -> tuple:
+        """The strides in elements (packed row-major when none were given)."""
+        if self.strides is not None:
+            return self.strides
+        out, acc = [], 1
+        for size in reversed(self.sizes):
+            out.append(acc)
+            acc *= size
+        return tuple(reversed(out))
+
+    @property
+    def span(self) -> int:
+        """Elements a buffer must hold: ``Σ (sizes-1)*strides + 1``."""
+        return sum((s - 1) * t for s, t in zip(self.sizes, self.element_strides)) + 1
+
+    @property
+    def minimum_size_in_bytes(self) -> int:
+        raw = self.span * self.data_type.itemsize
+        return (raw + 3) // 4 * 4
+
+
+def check_tensor_desc(t, names: Names, field: str):
+    """Every rule of SPEC 1.2 for one tensor; data type and rank problems are unsupported."""
+    if not isinstance(t, TensorDesc):
+        raise names.invalid(f"{names(field)} must be a TensorDesc, got {type(t).__name__}")
+    if not isinstance(t.data_type, DataType):
+        data_type(t.data_type, f"{names.op}: {names(field)}.data_type")  # raises
+    if not isinstance(t.sizes, tuple) or not all(is_int(v) for v in t.sizes):
+        raise names.invalid(f"{names(field)}.sizes = {t.sizes!r} must be a sequence of "
+                            f"integers")
+    if not 1 <= len(t.sizes) <= 8:
+        raise names.unsupported(f"{names(field)}.sizes has {len(t.sizes)} dimensions; a "
+                                f"tensor has 1 to 8")
+
+
+def check_tensor_values(t: TensorDesc, names: Names, field: str):
+    """Phase-3 checks of a tensor description: sizes, strides, total size, flags."""
+    if t.dimension_count is not None and t.dimension_count != len(t.sizes):
+        raise names.invalid(f"{names(field)}.dimension_count = {t.dimension_count!r} does not "
+                            f"match its {len(t.sizes)} sizes")
+    for i, v in enumerate(t.sizes):
+        if v < 1:
+            raise names.invalid(f"{names(field)}.sizes[{i}] = {v} must be at least 1 (DirectML "
+                                f"has no empty tensors)")
+    if t.strides is not None:
+        if not isinstance(t.strides, tuple) or len(t.strides) != len(t.sizes):
+            raise names.invalid(f"{names(field)}.strides = {t.strides!r} must have one value "
+                                f"per dimension ({len(t.sizes)})")
+        for i, v in enumerate(t.strides):
+            if not is_int(v) or v < 0:
+                raise names.invalid(f"{names(field)}.strides[{i}] = {v!r} must be a "
+                                    f"non-negative integer (strides count elements)")
+    total = t.total_tensor_size_in_bytes
+    if total is not None:
+        if not is_int(total) or total < t.minimum_size_in_bytes:
+            raise names.invalid(f"{names(field)}.total_tensor_size_in_bytes = {total!r} is "
+                                f"smaller than the minimum {t.minimum_size_in_bytes} bytes "
+                                f"(last element offset + 1, times the element size, rounded "
+                                f"up to 4)")
+    if t.flags not in (0, 1):
+        raise names.invalid(f"{names(field)}.flags = {t.flags!r}; accepted: 0 (NONE) or 1 "
+                            f"(OWNED_BY_DML)")
+    align = t.guaranteed_base_offset_alignment
+    if not is_int(align) or (align != 0 and (align & (align - 1) or align < t.data_type.itemsize)):
+        raise names.invalid(f"{names(field)}.guaranteed_base_offset_alignment = {align!r} must "
+                            f"be 0 or a power of two at least the element size")
+
+
+def strides_alias(sizes, strides) -> bool:
+    """Whether two elements of the layout may share memory. Sufficient test: sorted by stride,
+    each stride must step over everything the smaller ones reach."""
+    dims = sorted((st, sz) for sz, st in zip(sizes, strides) if sz > 1)
+    reach = 0
+    for st, sz in dims:
+        if st <= reach:
+            return True
+        reach += (sz - 1) * st
+    return False
+
+
+def native(a: np.ndarray) -> np.ndarray:
+    """``a`` in native byte order (a copy only when it is not)."""
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
+def native_dtype(a: np.ndarray) -> np.dtype:
+    return a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")
+
+
+def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.ndarray:
+    """A view of ``array`` with ``t``'s logical sizes (SPEC 4.2 bindings)."""
+    if output:
+        if not isinstance(array, np.ndarray):
+            raise names.invalid(f"{names(field)} must be a NumPy array to be written into, got "
+                                f"{type(array).__name__}")
+    else:
+        array = np.asarray(array)
+    if native_dtype(array) != t.dtype:
+        raise names.unsupported(f"{names(field)} has dtype {array.dtype}; the description "
+                                f"says {t.data_type.name} ({t.dtype}), and bindings are not "
+                                f"cast")
+    if output and not array.flags.writeable:
+        raise names.invalid(f"{names(field)} is read-only; an output must be writable")
+    if t.strides is None and array.shape == t.sizes:
+        return array
+    if t.strides is None and array.ndim != 1:
+        raise names.invalid(f"{names(field)} has shape {array.shape}; expected the sizes "
+                            f"{t.sizes} or a flat 1-D buffer")
+    flat = array.reshape(-1) if array.ndim != 1 else array
+    if output and not np.shares_memory(flat, array):
+        raise names.invalid(f"{names(field)} of shape {array.shape} cannot be viewed as a flat "
+                            f"buffer without a copy; bind a 1-D or contiguous array")
+    if flat.shape[0] < t.span:
+        raise names.invalid(f"{names(field)} holds {flat.shape[0]} elements; the tensor's "
+                            f"sizes {t.sizes} and strides {t.element_strides} need at least "
+                            f"{t.span}")
+    step = flat.strides[0]
+    return np.lib.stride_tricks.as_strided(
+        flat, shape=t.sizes, strides=tuple(s * step for s in t.element_strides),
+        writeable=output)

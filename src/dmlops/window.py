@@ -1,0 +1,171 @@
+"""Sliding-window geometry shared by every pooling operator (SPEC section 2).
+
+Per spatial dimension: effective window ``E = (W - 1) * D + 1``, padded extent
+``P = S + start + end``, floor output ``F = (P - E) // stride + 1``. An output may have ``F``
+or ``F + 1`` positions; the last window of an ``F + 1`` output can reach past ``P`` into
+*phantom* positions, which no operator reads or counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import Names
+from ._args import as_int_tuple, check_min, spatial
+
+__all__ = ["pooling_output_sizes", "onnx_pads", "Window"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A validated sliding window over ``k`` spatial dimensions."""
+
+    input_sizes: tuple      # full (N, C, S1..Sk)
+    window: tuple
+    strides: tuple
+    start: tuple
+    end: tuple
+    dilations: tuple
+    output_sizes: tuple     # full (N, C, O1..Ok)
+
+    @property
+    def k(self) -> int:
+        return len(self.window)
+
+
+def effective(window: int, dilation: int) -> int:
+    return (window - 1) * dilation + 1
+
+
+def floor_size(size, window, stride, start, end, dilation) -> int:
+    return (size + start + end - effective(window, dilation)) // stride + 1
+
+
+def ceil_extra(size, window, stride, start, end, dilation) -> bool:
+    """Whether ceil mode adds an output: the division leaves a remainder and the extra window
+    starts inside the input or its start padding (the ONNX spec's and PyTorch's rule)."""
+    rem = (size + start + end - effective(window, dilation)) % stride
+    f = floor_size(size, window, stride, start, end, dilation)
+    return rem != 0 and f * stride < size + start
+
+
+def _describe(size, window, stride, start, end, dilation) -> str:
+    dil = f", dilation {dilation}" if dilation != 1 else ""
+    return f"input {size}, window {window}{dil}, stride {stride}, padding {start}+{end}"
+
+
+def check_window_values(window, strides, start, end, dilations, names: Names):
+    check_min(window, 1, names, "window_size", "must be at least 1")
+    check_min(strides, 1, names, "strides", "must be at least 1")
+    check_min(start, 0, names, "start_padding", "must not be negative")
+    check_min(end, 0, names, "end_padding", "must not be negative")
+    check_min(dilations, 1, names, "dilations", "must be at least 1")
+
+
+def check_fits(spatial_sizes, window, strides, start, end, dilations, names: Names):
+    """``E > P`` is an error (SPEC 2)."""
+    for i, s in enumerate(spatial_sizes):
+        e = effective(window[i], dilations[i])
+        p = s + start[i] + end[i]
+        if e > p:
+            dil = (f" (window {window[i]} with dilation {dilations[i]})"
+                   if dilations[i] != 1 else "")
+            raise names.invalid(
+                f"{names('window_size', i)} = {window[i]} does not fit: the effective window "
+                f"{e}{dil} is larger than the padded input {p} (input {s} + padding "
+                f"{start[i]}+{end[i]}); use a smaller window or more padding")
+
+
+def check_output_size(d: int, got: int, size, window, stride, start, end, dilation,
+                      names: Names):
+    """An output dimension must be ``F`` or ``F + 1`` (SPEC 2); ``d`` is the full index."""
+    f = floor_size(size, window, stride, start, end, dilation)
+    if got not in (f, f + 1):
+        raise names.invalid(
+            f"{names('output_sizes', d)} = {got} does not fit: with "
+            f"{_describe(size, window, stride, start, end, dilation)} the output size is {f} "
+            f"(floor) or {f + 1} (one more, as ceil mode gives)")
+
+
+def pooling_output_sizes(input_sizes, window_size, *, strides=1, start_padding=0,
+                         end_padding=0, dilations=1, ceil_mode=False) -> tuple:
+    """Full output sizes ``(N, C, O1, ..., Ok)`` of a pooling.
+
+    >>> pooling_output_sizes((1, 1, 9, 9), 3, strides=2, start_padding=1, end_padding=1)
+    (1, 1, 5, 5)
+    >>> pooling_output_sizes((1, 1, 10), 3, strides=2, ceil_mode=True)
+    (1, 1, 5)
+    """
+    names = Names("pooling_output_sizes")
+    sizes = as_int_tuple(input_sizes, names, "input_sizes")
+    if len(sizes) < 3:
+        raise names.invalid(f"input_sizes = {list(sizes)} needs at least 3 values "
+                            f"(N, C and one spatial size)")
+    check_min(sizes, 1, names, "input_sizes", "must be at least 1")
+    k, rank = len(sizes) - 2, len(sizes)
+    w = spatial(window_size, k, names, "window_size", rank)
+    s = spatial(strides, k, names, "strides", rank)
+    a = spatial(start_padding, k, names, "start_padding", rank)
+    b = spatial(end_padding, k, names, "end_padding", rank)
+    d = spatial(dilations, k, names, "dilations", rank)
+    check_window_values(w, s, a, b, d, names)
+    check_fits(sizes[2:], w, s, a, b, d, names)
+    out = []
+    for i, size in enumerate(sizes[2:]):
+        f = floor_size(size, w[i], s[i], a[i], b[i], d[i])
+        out.append(f + 1 if ceil_mode and ceil_extra(size, w[i], s[i], a[i], b[i], d[i]) else f)
+    return sizes[:2] + tuple(out)
+
+
+_AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
+
+
+def onnx_pads(input_sizes, window_size, *, strides=1, dilations=1, auto_pad="NOTSET",
+              pads=None) -> tuple:
+    """``(start_padding, end_padding)`` from ONNX's ``auto_pad`` / ``pads`` attributes.
+
+    ``pads`` is ONNX's ``[x1_begin, x2_begin, ..., x1_end, x2_end, ...]``. SAME_UPPER puts an
+    odd padding element at the end, SAME_LOWER at the start (as ONNX Runtime does).
+
+    >>> onnx_pads((1, 1, 5, 5), 2, auto_pad="SAME_UPPER")
+    ((0, 0), (1, 1))
+    >>> onnx_pads((1, 1, 5, 5), 3, pads=[1, 0, 1, 2])
+    ((1, 0), (1, 2))
+    """
+    names = Names("onnx_pads")
+    sizes = as_int_tuple(input_sizes, names, "input_sizes")
+    if len(sizes) < 3:
+        raise names.invalid(f"input_sizes = {list(sizes)} needs at least 3 values "
+                            f"(N, C and one spatial size)")
+    k, rank = len(sizes) - 2, len(sizes)
+    w = spatial(window_size, k, names, "window_size", rank)
+    s = spatial(strides, k, names, "strides", rank)
+    d = spatial(dilations, k, names, "dilations", rank)
+    check_min(w, 1, names, "window_size", "must be at least 1")
+    check_min(s, 1, names, "strides", "must be at least 1")
+    check_min(d, 1, names, "dilations", "must be at least 1")
+    mode = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    mode = str(mode).upper()
+    if mode not in _AUTO_PADS:
+        raise names.invalid(f"auto_pad = {auto_pad!r} is not one of {', '.join(_AUTO_PADS)}")
+    if mode == "NOTSET":
+        if pads is None:
+            return (0,) * k, (0,) * k
+        p = as_int_tuple(pads, names, "pads")
+        if len(p) != 2 * k:
+            raise names.invalid(f"pads has {len(p)} values {list(p)}; expected {2 * k} "
+                                f"(begin values then end values, {k} spatial dimensions)")
+        check_min(p, 0, names, "pads", "must not be negative")
+        return p[:k], p[k:]
+    if mode == "VALID":
+        return (0,) * k, (0,) * k
+    start, end = [], []
+    for i, size in enumerate(sizes[2:]):
+        total = max(0, (math.ceil(size / s[i]) - 1) * s[i] + effective(w[i], d[i]) - size)
+        small, big = total // 2, total - total // 2
+        start.append(small if mode == "SAME_UPPER" else big)
+        end.append(big if mode == "SAME_UPPER" else small)
+    return tuple(start), tuple(end)
+
+
