@@ -61,7 +61,7 @@ def reraise(names: Names, fn, *args):
 
 
 def dtype_of(value, names: Names, field: str) -> DataType:
-    return reraise(names, data_type, value, f"{names(field)} data type")
+    return reraise(names, data_type, value, f"{names(field)} has data type")
 
 
 def operator_row(op: str, level: FeatureLevel | None, names: Names):

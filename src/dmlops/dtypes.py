@@ -75,7 +75,8 @@ def data_type(value, what: str = "data type") -> DataType:
             if found is not None:
                 return found
     names = ", ".join(t.name for t in DataType)
-    raise UnsupportedError(f"{what} {value!r} is not a supported data type; expected one of "
+    shown = str(value) if isinstance(value, np.dtype) else repr(value)
+    raise UnsupportedError(f"{what} {shown}, which is not a supported data type; expected one of "
                            f"{names} (or their NumPy dtypes / enum values 1-11)")
 
 

@@ -96,7 +96,7 @@ def check_tensor_desc(t, names: Names, field: str):
     if not isinstance(t, TensorDesc):
         raise names.invalid(f"{names(field)} must be a TensorDesc, got {type(t).__name__}")
     if not isinstance(t.data_type, DataType):
-        data_type(t.data_type, f"{names.op}: {names(field)}.data_type")  # raises
+        data_type(t.data_type, f"{names.op}: {names(field)} has data type")  # raises
     if not isinstance(t.sizes, tuple) or not all(is_int(v) for v in t.sizes):
         raise names.invalid(f"{names(field)}.sizes = {t.sizes!r} must be a sequence of "
                             f"integers")
