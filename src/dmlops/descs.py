@@ -77,6 +77,12 @@ class _Desc:
                     pass
             elif f.name == "include_padding" and isinstance(value, (int, np.integer)):
                 object.__setattr__(self, f.name, bool(value) if value in (0, 1) else value)
+        if self.dimension_count is None:
+            # derived: the spatial rank for pooling, the whole rank for padding
+            x = self.input_tensor
+            if isinstance(x, TensorDesc) and isinstance(x.sizes, tuple):
+                spatial = 0 if self._op.startswith("PADDING") else 2
+                object.__setattr__(self, "dimension_count", max(len(x.sizes) - spatial, 0))
 
     @property
     def operator_type(self) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 from .backends import resolve as resolve_backend
 from . import padding as _pad
 from . import pooling as _pool
-from ._args import dtype_of, is_int
+from ._args import as_int_tuple, check_type, dtype_of, is_int
 from .descs import check_no_overlap, run_padding, with_native_outputs
 from .dtypes import DataType
 from .errors import Names
@@ -51,7 +51,6 @@ def _full_output_sizes(output_sizes, in_sizes, names):
     """``None``, k spatial sizes or the k + 2 full sizes -> full sizes (phase 2: lengths)."""
     if output_sizes is None:
         return None
-    from ._args import as_int_tuple
     k, rank = len(in_sizes) - 2, len(in_sizes)
     values = (int(output_sizes),) * k if is_int(output_sizes) else \
         as_int_tuple(output_sizes, names, "output_sizes")
@@ -174,7 +173,6 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
     if pair:
         idx_dt = (_pool.default_index_type(x.shape) if indices_dtype is None
                   else dtype_of(indices_dtype, names, "indices"))
-        from ._args import check_type
         check_type("MAX_POOLING2", None, row, "indices", idx_dt, names.with_fields(
             indices=("indices_dtype", 0)), "indices")
         if out is not None:
@@ -293,9 +291,9 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
         if d1 != d2:
             raise names.unsupported(f"{n1} is {d1.name} but {n2} is {d2.name}; the output type "
                                     f"must agree")
-    out_dt = candidates[0][1] if candidates else dt
-    from ._args import check_type
-    check_type(op, None, row, "output", out_dt, names, "output")
+    source, out_dt = candidates[0] if candidates else ("x", dt)
+    check_type(op, None, row, "output", out_dt,
+               names.with_fields(output=(source.replace(".dtype", ""), 0)), "output")
     zp_in = _zero_point(input_zero_point, dt, names, "input_zero_point")
     zp_out = _zero_point(output_zero_point, out_dt, names, "output_zero_point")
     s_in = _scale(input_scale, names, "input_scale")

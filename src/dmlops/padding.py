@@ -93,7 +93,9 @@ def _round_int_to_float(v: int, dtype: np.dtype):
         return f
     exact = Fraction(v)
     best = f
-    for cand in (np.nextafter(f, dtype.type(-np.inf)), np.nextafter(f, dtype.type(np.inf))):
+    with np.errstate(over="ignore"):
+        neighbours = (np.nextafter(f, dtype.type(-np.inf)), np.nextafter(f, dtype.type(np.inf)))
+    for cand in neighbours:
         if not np.isfinite(cand):
             continue
         dc, db = abs(Fraction(float(cand)) - exact), abs(Fraction(float(best)) - exact)

@@ -137,7 +137,7 @@ def quantization_param_shape(shape, in_sizes, names, field):
 def check_scale_values(scale: np.ndarray, names, field):
     bad = ~(np.isfinite(scale) & (scale > 0))
     if bad.any():
-        value = scale.reshape(-1)[np.argmax(bad.reshape(-1))]
+        value = scale.reshape(-1)[np.argmax(bad.reshape(-1))].item()
         raise names.invalid(f"{names(field)} contains {value!r}; a scale must be finite and "
                             f"greater than 0 (after rounding to float32)")
 

@@ -56,10 +56,17 @@ class TensorDesc:
         set_(self, "data_type", _maybe_type(data_type))
         set_(self, "sizes", _maybe_tuple(sizes))
         set_(self, "strides", _maybe_tuple(strides))
-        set_(self, "total_tensor_size_in_bytes", total_tensor_size_in_bytes)
         set_(self, "flags", flags)
         set_(self, "guaranteed_base_offset_alignment", guaranteed_base_offset_alignment)
+        if dimension_count is None and isinstance(self.sizes, tuple):
+            dimension_count = len(self.sizes)
         set_(self, "dimension_count", dimension_count)
+        if total_tensor_size_in_bytes is None:
+            try:    # defaults to the minimum; a malformed desc is reported at compile time
+                total_tensor_size_in_bytes = self.minimum_size_in_bytes
+            except (AttributeError, TypeError, ValueError):
+                pass
+        set_(self, "total_tensor_size_in_bytes", total_tensor_size_in_bytes)
 
     @property
     def dtype(self) -> np.dtype:

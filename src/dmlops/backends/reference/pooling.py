@@ -14,10 +14,11 @@ def _accumulator(dtype):
 def _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype):
     """Σ of the real elements of every window, in row-major window-offset order."""
     acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=acc_dtype)
-    for j in offsets(window):
-        sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
-        if sl is not None:
-            acc[sl[0]] += x[sl[1]].astype(acc_dtype)
+    with np.errstate(invalid="ignore", over="ignore"):     # inf - inf is NaN, as it should be
+        for j in offsets(window):
+            sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
+            if sl is not None:
+                acc[sl[0]] += x[sl[1]].astype(acc_dtype)
     return acc
 
 
@@ -113,7 +114,8 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
             continue
         chosen = has[sl[0]] & (arg[sl[0]] == number)
         target = acc[sl[1]]
-        np.add(target, g[sl[0]], out=target, where=chosen)
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.add(target, g[sl[0]], out=target, where=chosen)
     dx[...] = acc.astype(dx.dtype)
 
 

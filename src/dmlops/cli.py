@@ -1,0 +1,122 @@
+"""The ``dmlops`` command: ``dmlops run MODEL.json``, ``dmlops info``, ``dmlops --version``.
+
+Exit codes: 0 success; 2 a caller error (bad arguments, a model that fails validation or a
+command that fails), reported as one short message naming the JSON location, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__all__ = ["main"]
+
+
+def _version() -> str:
+    try:
+        from . import __version__
+        return str(__version__)
+    except ImportError:
+        pass
+    try:
+        from importlib.metadata import version
+        return version("dmlops")
+    except Exception:       # not installed (running from a source tree)
+        return "unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dmlops",
+        description="DirectML's pooling and padding operators with their exact semantics.")
+    parser.add_argument("--version", action="version", version=f"dmlops {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    run = sub.add_parser(
+        "run", help="run a DxDispatch JSON model",
+        description="Run a DxDispatch JSON model (resources, dispatchables naming "
+                    "DML_OPERATOR_* with their desc fields, commands dispatch / print / "
+                    "writeFile). The whole model is validated before anything runs, and "
+                    "files are written only after every command succeeded.")
+    run.add_argument("model", metavar="MODEL.json", help="the model file")
+    run.add_argument("--feature-level", metavar="LEVEL", default=None,
+                     help="target DirectML feature level (1.0 ... 6.4); default: extended "
+                          "mode")
+    run.add_argument("--backend", metavar="NAME", default=None,
+                     help="backend to run on (see 'dmlops info'); default: the library's "
+                          "choice")
+
+    sub.add_parser("info", help="show backends, feature levels, data types and operators",
+                   description="Show the available backends, the feature levels, the data "
+                               "types and the operators.")
+    return parser
+
+
+def _run(args, out, err) -> int:
+    from .dxdispatch import ModelError, load_model
+    try:
+        model = load_model(args.model, feature_level=args.feature_level,
+                           backend=args.backend)
+        model.run(out)
+    except ModelError as e:
+        out.flush()
+        err.write(f"dmlops run: error: {e}\n")
+        return 2
+    return 0
+
+
+def _info(out) -> int:
+    import dmlops
+    from .dtypes import DataType, FeatureLevel
+    from .support import OPERATORS
+    out.write(f"dmlops {_version()}\n")
+    try:
+        available = tuple(dmlops.backends())
+    except Exception as e:          # a broken optional backend must not hide the rest
+        available = (f"(unavailable: {e})",)
+    out.write(f"backends: {', '.join(available)}\n")
+    try:
+        out.write(f"default backend: {dmlops.get_backend()}\n")
+    except Exception as e:          # e.g. DMLOPS_BACKEND names an unavailable backend
+        out.write(f"default backend: (none: {e})\n")
+    levels = ", ".join(str(level) for level in FeatureLevel)
+    out.write(f"feature levels: {levels} (default: extended mode)\n")
+    out.write("data types: " + ", ".join(f"{t.name} ({t.dtype})" for t in DataType) + "\n")
+    out.write("operators:\n")
+    try:
+        from .descs import DESC_CLASSES
+    except ImportError:
+        DESC_CLASSES = {}
+    for name, info in sorted(OPERATORS.items(), key=lambda kv: kv[1].value):
+        if DESC_CLASSES and name not in DESC_CLASSES:
+            continue
+        out.write(f"  {info.operator_type} ({info.value}), feature level {info.since}\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``dmlops`` console script and of ``python -m dmlops``."""
+    out, err = sys.stdout, sys.stderr
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:       # --help, --version, or a usage error (code 2)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    try:
+        if args.command == "run":
+            return _run(args, out, err)
+        return _info(out)
+    except BrokenPipeError:         # e.g. `dmlops info | head -1`: stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1
+
+
+if __name__ == "__main__":      # pragma: no cover
+    sys.exit(main())

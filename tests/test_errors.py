@@ -1,0 +1,617 @@
+"""Misuse of the API (SPEC 4.3 and 7): the error class, the message, and untouched arrays.
+
+Each case is (callable, expected class, words the message must contain, caller arrays). SPEC
+4.3: "A message names the operator and the field, shows the value received ... An error leaves
+every caller-owned array untouched". SPEC 7 classifies: "every data-type or rank problem
+(including a type mismatch between tensors, or with out=) is an UnsupportedError; every size,
+shape value or numeric value problem is an InvalidArgumentError".
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import dmlops as dml
+
+Inv, Uns = dml.InvalidArgumentError, dml.UnsupportedError
+F32 = np.float32
+
+
+def x4(shape=(1, 1, 4, 4), dtype=F32):
+    return np.arange(int(np.prod(shape))).astype(dtype).reshape(shape)
+
+
+def td(dtype, sizes, strides=None, **kw):
+    return dml.TensorDesc(dtype, sizes, strides, **kw)
+
+
+def expect(cls, fn, arrays=(), words=()):
+    """Run fn; it must raise exactly the class ``cls`` of SPEC 7 (not the other one), with
+    every word of ``words`` in its message (a word may be a compiled regex), and leave every
+    array of ``arrays`` bit-for-bit as it was."""
+    before = [(a, a.copy(), a.flags.writeable) for a in arrays]
+    with pytest.raises(dml.DmlError) as info:
+        fn()
+    e = info.value
+    other = Uns if cls is Inv else Inv
+    assert isinstance(e, cls) and not isinstance(e, other), (type(e), str(e))
+    # SPEC 4.3: InvalidArgumentError is a ValueError, UnsupportedError a TypeError.
+    assert isinstance(e, ValueError if cls is Inv else TypeError)
+    msg = str(e)
+    for w in words:
+        if isinstance(w, re.Pattern):
+            assert w.search(msg), (w.pattern, msg)
+        else:
+            assert w in msg, (w, msg)
+    for a, copy, writeable in before:
+        assert a.flags.writeable == writeable
+        assert a.tobytes() == copy.tobytes(), "caller array changed"
+    return msg
+
+
+def test_error_classes():
+    # SPEC 4.3: "dml.DmlError is the base class. dml.InvalidArgumentError(DmlError,
+    # ValueError) ... dml.UnsupportedError(DmlError, TypeError)".
+    assert issubclass(Inv, dml.DmlError) and issubclass(Inv, ValueError)
+    assert issubclass(Uns, dml.DmlError) and issubclass(Uns, TypeError)
+    assert not issubclass(Inv, TypeError) and not issubclass(Uns, ValueError)
+
+
+# --- functional layer: types and ranks ---------------------------------------------------
+
+@pytest.mark.parametrize("fn,dtype,word", [
+    ("max_pooling", np.bool_, "bool"),
+    ("average_pooling", np.complex64, "complex64"),
+    ("max_pooling_grad", np.complex128, "complex128"),
+    ("padding", np.longdouble, "float128"),
+    ("average_pooling", np.int8, "int8"),              # SPEC 3.1: float types only
+    ("max_pooling_grad", np.int32, "int32"),           # SPEC 3.5: float types only
+    ("quantized_linear_average_pooling", np.float32, "float32"),   # SPEC 3.3: INT8/UINT8
+    ("quantized_linear_average_pooling", np.int16, "int16"),
+])
+def test_bad_dtype(fn, dtype, word):
+    if dtype is np.longdouble and np.dtype(np.longdouble).itemsize == 8:
+        pytest.skip("no distinct long double on this platform")
+    x = np.zeros((1, 1, 3, 3), dtype)
+    call = {
+        "max_pooling": lambda: dml.max_pooling(x, 2),
+        "average_pooling": lambda: dml.average_pooling(x, 2),
+        "max_pooling_grad": lambda: dml.max_pooling_grad(x, np.zeros((1, 1, 2, 2), dtype), 2),
+        "padding": lambda: dml.padding(x, 1, 1),
+        "quantized_linear_average_pooling": lambda: dml.quantized_linear_average_pooling(
+            x, 1.0, None, 1.0, None, 2),
+    }[fn]
+    msg = expect(Uns, call, [x], [fn])
+    # The message shows the type received (any spelling: NumPy's or DirectML's).
+    assert word in msg.lower() or word.upper() in msg or (word == "float128" and
+                                                          "longdouble" in msg), msg
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (5,), ()])
+def test_pooling_rank_below_three(shape):
+    # SPEC 7: "pooling inputs of rank < 3 are an UnsupportedError".
+    x = np.zeros(shape, F32)
+    expect(Uns, lambda: dml.max_pooling(x, 1), [x], ["max_pooling", str(len(shape))])
+    expect(Uns, lambda: dml.average_pooling(x, 1), [x], ["average_pooling"])
+
+
+def test_rank_above_eight():
+    # SPEC 2 / 1.2: rank at most 8 everywhere (extended mode allows 1 <= k <= 6).
+    x = np.zeros((1,) * 9, F32)
+    expect(Uns, lambda: dml.max_pooling(x, 1), [x], ["max_pooling", "9"])
+    expect(Uns, lambda: dml.padding(x, 0, 0), [x], ["padding", "9"])
+
+
+# --- functional layer: lengths and values -------------------------------------------------
+
+def test_window_size_wrong_length():
+    x = x4()
+    expect(Inv, lambda: dml.max_pooling(x, (2, 2, 2)), [x], ["max_pooling", "window_size", "3"])
+
+
+def test_zero_window():
+    x = x4()
+    expect(Inv, lambda: dml.max_pooling(x, (2, 0)), [x],
+           ["max_pooling", "window_size[1]", "0"])
+
+
+def test_zero_stride():
+    x = x4()
+    expect(Inv, lambda: dml.average_pooling(x, 2, strides=(1, 0)), [x],
+           ["average_pooling", "strides[1]", "0"])
+
+
+def test_zero_dilation():
+    x = x4()
+    expect(Inv, lambda: dml.max_pooling(x, 2, dilations=0), [x], ["max_pooling", "dilations"])
+
+
+def test_negative_padding():
+    x = x4()
+    expect(Inv, lambda: dml.max_pooling(x, 2, start_padding=(0, -1)), [x],
+           ["max_pooling", "start_padding[1]", "-1"])
+    expect(Inv, lambda: dml.padding(x, 0, (0, 0, 0, -2)), [x], ["padding", "end_padding[3]",
+                                                               "-2"])
+
+
+def test_effective_window_larger_than_padded_size():
+    # SPEC 2: "E > P is an error". W = 3, d = 2: E = 5 > P = 4.
+    x = x4()
+    msg = expect(Inv, lambda: dml.max_pooling(x, 3, dilations=(1, 2)), [x], ["max_pooling"])
+    assert "5" in msg and "4" in msg
+    expect(Inv, lambda: dml.average_pooling(x, (1, 5)), [x], ["average_pooling", "5"])
+
+
+def test_output_sizes_not_f_or_f_plus_one():
+    # SPEC 2 / 4.3: names the dimension and both accepted values (the SPEC's own example).
+    x = np.zeros((1, 1, 9, 9), F32)
+    kw = dict(strides=2, start_padding=1, end_padding=1)
+    expect(Inv, lambda: dml.max_pooling(x, 3, output_sizes=(5, 7), **kw), [x],
+           ["max_pooling", "output_sizes[1] = 7", "5", "6"])
+    # SPEC 7: "A message indexes a sequence as the caller passed it": full form -> [3].
+    expect(Inv, lambda: dml.max_pooling(x, 3, output_sizes=(1, 1, 5, 7), **kw), [x],
+           ["output_sizes[3] = 7", "5", "6"])
+    expect(Inv, lambda: dml.average_pooling(x, 3, output_sizes=(4, 5), **kw), [x],
+           ["average_pooling", "output_sizes[0] = 4"])
+
+
+def test_output_sizes_full_form_wrong_batch_or_channel():
+    # SPEC 4.1: full output sizes have "the first two equal to the input's N and C".
+    x = np.zeros((2, 3, 4, 4), F32)
+    expect(Inv, lambda: dml.max_pooling(x, 2, output_sizes=(1, 3, 3, 3)), [x],
+           ["max_pooling", "output_sizes[0]", "1"])
+    expect(Inv, lambda: dml.max_pooling(x, 2, output_sizes=(2, 4, 3, 3)), [x],
+           ["output_sizes[1]", "4"])
+    expect(Inv, lambda: dml.max_pooling(x, 2, output_sizes=(3, 3, 3)), [x], ["output_sizes"])
+
+
+def test_indices_uint32_for_more_than_2_32_elements():
+    # SPEC 3.4 / 7: "an explicit uint32 for a larger input is an InvalidArgumentError". A
+    # zero-stride view: no memory is needed, and validation comes before any work (SPEC 4.3).
+    x = np.broadcast_to(F32(0), (1, 1, 65536, 65537))
+    expect(Inv, lambda: dml.max_pooling(x, (65536, 65537), output_indices=True,
+                                        indices_dtype=np.uint32), [],
+           ["max_pooling", "indices_dtype"])
+
+
+@pytest.mark.parametrize("idt", [np.float32, np.int32, np.uint16, np.bool_])
+def test_indices_dtype_not_an_index_type(idt):
+    # SPEC 3.4: indices are UINT32, UINT64 (extended: INT64); any other is a type problem.
+    x = x4()
+    expect(Uns, lambda: dml.max_pooling(x, 2, output_indices=True, indices_dtype=idt), [x],
+           ["max_pooling", "indices_dtype"])
+
+
+# --- out= (SPEC 7) ------------------------------------------------------------------------
+
+def test_out_wrong_shape():
+    x = x4()
+    out = np.full((1, 1, 2, 2), 7, F32)
+    expect(Inv, lambda: dml.max_pooling(x, 2, out=out), [x, out], ["max_pooling", "out"])
+
+
+def test_out_wrong_dtype():
+    x = x4()
+    out = np.full((1, 1, 3, 3), 7, np.float64)
+    expect(Uns, lambda: dml.average_pooling(x, 2, out=out), [x, out],
+           ["average_pooling", "out", "float64"])
+
+
+def test_out_read_only():
+    x = x4()
+    out = np.full((1, 1, 3, 3), 7, F32)
+    out.flags.writeable = False
+    expect(Inv, lambda: dml.max_pooling(x, 2, out=out), [x, out], ["max_pooling", "out"])
+
+
+def test_out_overlapping_input():
+    x = x4()
+    expect(Inv, lambda: dml.average_pooling(x, 1, out=x), [x], ["average_pooling", "out"])
+    big = np.zeros((1, 1, 5, 5), F32)
+    inp, out = big[:, :, :4, :4], big[:, :, 2:, 2:]
+    expect(Inv, lambda: dml.padding(inp[:, :, :3, :3], 0, 0, out=out[:, :, :3, :3]),
+           [big], ["padding", "out"])
+
+
+def test_out_indices_wrong_dtype_and_pair():
+    # SPEC 7: "out indices must have the resolved type"; "both elements of the pair must be
+    # arrays" (the SPEC does not classify the latter; only DmlError is required here).
+    x = x4()
+    v = np.full((1, 1, 3, 3), 7, F32)
+    i64 = np.full((1, 1, 3, 3), 7, np.uint64)
+    expect(Uns, lambda: dml.max_pooling(x, 2, output_indices=True, out=(v, i64)), [x, v, i64],
+           ["max_pooling", "out"])
+    with pytest.raises(dml.DmlError):
+        dml.max_pooling(x, 2, output_indices=True, out=(v, None))
+    assert (v == 7).all()
+
+
+def test_out_wrong_shape_padding_and_grad():
+    x = x4()
+    out = np.full((1, 1, 5, 5), 7, F32)
+    expect(Inv, lambda: dml.padding(x, 1, 1, out=out), [x, out], ["padding", "out"])
+    dy = np.ones((1, 1, 3, 3), F32)
+    out2 = np.full((1, 1, 3, 3), 7, F32)
+    expect(Inv, lambda: dml.max_pooling_grad(x, dy, 2, out=out2), [x, dy, out2],
+           ["max_pooling_grad", "out"])
+
+
+# --- max-pooling gradient ------------------------------------------------------------------
+
+def test_grad_dy_wrong_shape_or_type():
+    x = x4()
+    dy = np.ones((1, 1, 2, 2), F32)          # the forward output is 3x3 (F) or 4x4 (F + 1)
+    expect(Inv, lambda: dml.max_pooling_grad(x, dy, 2), [x, dy], ["max_pooling_grad", "dy"])
+    dy16 = np.ones((1, 1, 3, 3), np.float16)
+    expect(Uns, lambda: dml.max_pooling_grad(x, dy16, 2), [x, dy16], ["max_pooling_grad"])
+
+
+# --- quantized (SPEC 3.3, 7) ---------------------------------------------------------------
+
+QX = np.arange(2 * 3 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3, 3)
+
+
+def q(*args, **kw):
+    return lambda: dml.quantized_linear_average_pooling(QX, *args, **kw)
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, float("nan"), float("inf"), -0.0, 1e-50, 1e39])
+def test_quantized_bad_scale(scale):
+    # SPEC 3.3: "A scale that is 0, negative, NaN or infinite is an error"; SPEC 7: "cast to
+    # float32 (round to nearest) and then must be finite and > 0" (1e-50 -> 0, 1e39 -> inf).
+    expect(Inv, q(scale, None, 1.0, None, 2), [QX],
+           ["quantized_linear_average_pooling", "input_scale"])
+    s = np.full((1, 1, 1, 1), scale)
+    expect(Inv, q(1.0, None, s, None, 2), [QX, s], ["output_scale"])
+
+
+def test_quantized_per_channel_scale_with_one_bad_channel():
+    s = np.array([1, 0, 1], F32).reshape(1, 3, 1, 1)
+    expect(Inv, q(s, None, 1.0, None, 2), [QX, s], ["input_scale", "0"])
+
+
+def test_quantized_scale_shape_c_suggests_reshape():
+    # SPEC 7: "(C,) is an InvalidArgumentError whose message suggests reshape(1, C, 1, 1)".
+    s = np.ones(3, F32)
+    msg = expect(Inv, q(s, None, 1.0, None, 2), [QX, s], ["input_scale"])
+    assert re.search(r"reshape\(1, ?(3|C), ?1, ?1\)", msg), msg
+    for bad in (np.ones((1, 3, 1), F32), np.ones((1, 2, 1, 1), F32), np.ones((3, 1, 1, 1), F32)):
+        expect(Inv, q(1.0, None, bad, None, 2), [QX, bad], ["output_scale"])
+
+
+def test_quantized_zero_point_out_of_range():
+    # SPEC 7: "an int outside the type's range is an InvalidArgumentError".
+    expect(Inv, q(1.0, 300, 1.0, None, 2), [QX], ["input_zero_point", "300"])
+    expect(Inv, q(1.0, -1, 1.0, None, 2), [QX], ["input_zero_point", "-1"])
+    expect(Inv, q(1.0, None, 1.0, 128, 2, output_dtype=np.int8), [QX],
+           ["output_zero_point", "128"])
+
+
+def test_quantized_zero_point_array_wrong_type():
+    # SPEC 7: "a zero-point array must have exactly its tensor's type" (a type problem).
+    zp = np.full((1, 1, 1, 1), 3, np.int16)
+    expect(Uns, q(1.0, zp, 1.0, None, 2), [QX, zp], ["input_zero_point"])
+    zp8 = np.int8(3)
+    expect(Uns, q(1.0, zp8, 1.0, None, 2), [QX], ["input_zero_point"])
+
+
+def test_quantized_output_type_disagreement():
+    # SPEC 7: "Output type: output_dtype, else out.dtype, else the output zero point's type,
+    # else the input's; any disagreement among those given is an error" (a type mismatch:
+    # UnsupportedError).
+    zp = np.uint8(3)
+    expect(Uns, q(1.0, None, 1.0, zp, 2, output_dtype=np.int8), [QX], ["output"])
+    out = np.full((2, 3, 2, 2), 5, np.int8)
+    expect(Uns, q(1.0, None, 1.0, None, 2, output_dtype=np.uint8, out=out), [QX, out], ["out"])
+    expect(Uns, q(1.0, None, 1.0, np.full((1, 1, 1, 1), 3, np.uint8), 2, out=out), [QX, out],
+           ["out"])
+    expect(Uns, q(1.0, None, 1.0, None, 2, output_dtype=np.int16), [QX], ["output_dtype"])
+
+
+# --- padding --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["mirror", "DML_PADDING_MODE_MIRROR", 5, -1])
+def test_unknown_padding_mode(mode):
+    # SPEC 5: "a value that no level accepts is an InvalidArgumentError".
+    x = x4()
+    expect(Inv, lambda: dml.padding(x, 1, 1, mode=mode), [x], ["padding", "mode", str(mode)])
+
+
+def test_padding_sequence_wrong_length():
+    x = x4()
+    expect(Inv, lambda: dml.padding(x, (1, 1), 0), [x], ["padding", "start_padding"])
+
+
+# --- check order (SPEC 7: types, ranks and level; then lengths; then values) --------------
+
+def test_types_before_values():
+    x = np.zeros((1, 1, 3, 3), np.bool_)
+    expect(Uns, lambda: dml.max_pooling(x, 0, strides=0), [x], ["max_pooling"])
+    y = np.zeros((3, 3), F32)
+    expect(Uns, lambda: dml.max_pooling(y, 0), [y], ["max_pooling"])
+
+
+def test_lengths_before_values():
+    x = x4()
+    msg = expect(Inv, lambda: dml.max_pooling(x, (2, 2), strides=0, start_padding=(1, 1, 1)),
+                 [x], ["start_padding"])
+    assert "strides" not in msg
+
+
+# --- description layer: compile_operator (SPEC 4.2, 5, 7) --------------------------------
+
+def maxpool2(in_t="FLOAT32", out_t=None, shape=(1, 1, 3, 3), out_shape=None, idx=None, **kw):
+    k = len(shape) - 2
+    base = dict(strides=(1,) * k, window_size=(2,) * k, start_padding=(0,) * k,
+                end_padding=(0,) * k, dilations=(1,) * k)
+    base.update(kw)
+    out_shape = out_shape or shape[:2] + tuple(s - 1 for s in shape[2:])
+    extra = {"output_indices_tensor": td(idx, out_shape)} if idx else {}
+    return dml.MaxPooling2Desc(input_tensor=td(in_t, shape), output_tensor=td(out_t or in_t,
+                                                                              out_shape),
+                               **extra, **base)
+
+
+LEVEL_RE = [re.compile(r"1[._]0"), re.compile(r"6[._]4"), re.compile(r"3[._]1")]
+
+
+@pytest.mark.parametrize("level", ["6.5", "7.0", "6_5", "DML_FEATURE_LEVEL_6_5", 0x6500,
+                                   "latest", "", 64])
+def test_feature_level_misspelled(level):
+    # SPEC 7: "Anything else is an InvalidArgumentError listing the 15 levels."
+    expect(Inv, lambda: dml.compile_operator(maxpool2(), feature_level=level), [],
+           LEVEL_RE + [str(level)])
+
+
+@pytest.mark.parametrize("build,level,words", [
+    # SPEC 3: operators by level; SPEC 5 "AVERAGE_POOLING1 before 6.2, SYMMETRIC before 3.0".
+    (lambda: dml.AveragePooling1Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 2, 2)),
+        strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0),
+        dilations=(1, 1), include_padding=False), "6.1", ["AVERAGE_POOLING1"]),
+    (lambda: dml.PaddingDesc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 5, 5)),
+        padding_mode="SYMMETRIC", padding_value=0.0, start_padding=(0, 0, 1, 1),
+        end_padding=(0, 0, 1, 1)), "2.1", ["PADDING", "SYMMETRIC"]),
+    (lambda: dml.PaddingDesc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 5, 5)),
+        padding_mode="WRAP", padding_value=0.0, start_padding=(0, 0, 1, 1),
+        end_padding=(0, 0, 1, 1)), "6.3", ["PADDING", "WRAP"]),
+    (lambda: dml.Padding1Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 5, 5)),
+        padding_mode="WRAP", padding_value_data_type="FLOAT32", padding_value=0.0,
+        start_padding=(0, 0, 1, 1), end_padding=(0, 0, 1, 1)), "6.3", ["PADDING1", "WRAP"]),
+    (lambda: dml.Padding1Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 5, 5)),
+        padding_mode="CONSTANT", padding_value_data_type="FLOAT32", padding_value=0.0,
+        start_padding=(0, 0, 1, 1), end_padding=(0, 0, 1, 1)), "4.1", ["PADDING1"]),
+    (lambda: dml.PaddingDesc(      # INT32 from FL 2.1
+        input_tensor=td("INT32", (1, 1, 3, 3)), output_tensor=td("INT32", (1, 1, 5, 5)),
+        padding_mode="CONSTANT", padding_value=0.0, start_padding=(0, 0, 1, 1),
+        end_padding=(0, 0, 1, 1)), "2.0", ["PADDING", "INT32"]),
+    (lambda: dml.PaddingDesc(      # FLOAT64 from FL 5.0
+        input_tensor=td("FLOAT64", (1, 1, 3, 3)), output_tensor=td("FLOAT64", (1, 1, 5, 5)),
+        padding_mode="CONSTANT", padding_value=0.0, start_padding=(0, 0, 1, 1),
+        end_padding=(0, 0, 1, 1)), "4.1", ["PADDING", "FLOAT64"]),
+    (lambda: dml.PaddingDesc(      # 1-3 dims from FL 3.1
+        input_tensor=td("FLOAT32", (3, 3)), output_tensor=td("FLOAT32", (5, 5)),
+        padding_mode="CONSTANT", padding_value=0.0, start_padding=(1, 1),
+        end_padding=(1, 1)), "3.0", ["PADDING"]),
+    (lambda: maxpool2("INT8"), "2.1", ["MAX_POOLING2", "INT8"]),        # INT8 from FL 3.0
+    (lambda: maxpool2("INT32"), "4.1", ["MAX_POOLING2", "INT32"]),      # INT32 from FL 5.0
+    (lambda: maxpool2("FLOAT64"), "6.4", ["MAX_POOLING2", "FLOAT64"]),  # extended only
+    (lambda: maxpool2(idx="UINT64"), "4.1", ["MAX_POOLING2", "UINT64"]),
+    (lambda: maxpool2(idx="INT64"), "6.4", ["MAX_POOLING2", "INT64"]),  # extended only
+    (lambda: maxpool2(shape=(1, 1, 3)), "6.4", ["MAX_POOLING2"]),       # k = 1: extended only
+    (lambda: maxpool2(shape=(1, 1, 3, 3, 3, 3)), "6.4", ["MAX_POOLING2"]),
+    (lambda: maxpool2(), "2.0", ["MAX_POOLING2"]),                      # MAX_POOLING2: FL 2.1
+    (lambda: dml.MaxPooling1Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 2, 2)),
+        strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0)), "1.0",
+     ["MAX_POOLING1"]),
+    (lambda: dml.MaxPoolingGradDesc(    # 5-D from FL 4.0
+        input_tensor=td("FLOAT32", (1, 1, 3, 3, 3)),
+        input_gradient_tensor=td("FLOAT32", (1, 1, 2, 2, 2)),
+        output_gradient_tensor=td("FLOAT32", (1, 1, 3, 3, 3)), strides=(1, 1, 1),
+        window_size=(2, 2, 2), start_padding=(0, 0, 0), end_padding=(0, 0, 0),
+        dilations=(1, 1, 1)), "3.0", ["MAX_POOLING_GRAD"]),
+    (lambda: dml.MaxPoolingGradDesc(    # the operator is FL 3.0
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), input_gradient_tensor=td("FLOAT32",
+                                                                           (1, 1, 2, 2)),
+        output_gradient_tensor=td("FLOAT32", (1, 1, 3, 3)), strides=(1, 1), window_size=(2, 2),
+        start_padding=(0, 0), end_padding=(0, 0), dilations=(1, 1)), "2.1",
+     ["MAX_POOLING_GRAD"]),
+    (lambda: dml.AveragePoolingDesc(
+        input_tensor=td("FLOAT64", (1, 1, 3, 3)), output_tensor=td("FLOAT64", (1, 1, 2, 2)),
+        strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0),
+        include_padding=False), "6.4", ["AVERAGE_POOLING", "FLOAT64"]),
+    (lambda: dml.QuantizedLinearAveragePoolingDesc(
+        input_tensor=td("UINT8", (1, 1, 3, 3)), input_scale_tensor=td("FLOAT32", (1, 1, 1, 1)),
+        output_scale_tensor=td("FLOAT32", (1, 1, 1, 1)), output_tensor=td("UINT8",
+                                                                          (1, 1, 2, 2)),
+        strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0),
+        dilations=(1, 1), include_padding=False), "6.1", ["QUANTIZED_LINEAR_AVERAGE_POOLING"]),
+])
+def test_not_in_feature_level(build, level, words):
+    expect(Uns, lambda: dml.compile_operator(build(), feature_level=level), [], words)
+
+
+def test_next_level_accepts():
+    # The counterpart of the table above: each rejected thing is accepted at its level.
+    dml.compile_operator(maxpool2("INT8"), feature_level="3.0")
+    dml.compile_operator(maxpool2("INT32", idx="UINT64"), feature_level="5.0")
+    dml.compile_operator(maxpool2(), feature_level="2.1")
+    dml.compile_operator(maxpool2("FLOAT64", idx="INT64", shape=(1, 1, 3)))
+    dml.compile_operator(dml.MaxPoolingGradDesc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3, 3)),
+        input_gradient_tensor=td("FLOAT32", (1, 1, 2, 2, 2)),
+        output_gradient_tensor=td("FLOAT32", (1, 1, 3, 3, 3)), strides=(1, 1, 1),
+        window_size=(2, 2, 2), start_padding=(0, 0, 0), end_padding=(0, 0, 0),
+        dilations=(1, 1, 1)), feature_level="4.0")
+    dml.compile_operator(dml.PaddingDesc(
+        input_tensor=td("FLOAT32", (3, 3)), output_tensor=td("FLOAT32", (5, 5)),
+        padding_mode="SYMMETRIC", padding_value=0.0, start_padding=(1, 1),
+        end_padding=(1, 1)), feature_level="3.1")
+
+
+def test_desc_type_mismatch_between_tensors():
+    expect(Uns, lambda: dml.compile_operator(maxpool2("FLOAT32", "FLOAT16")), [],
+           ["MAX_POOLING2", "output_tensor"])
+    expect(Uns, lambda: dml.compile_operator(maxpool2(idx="FLOAT32")), [],
+           ["MAX_POOLING2", "output_indices_tensor"])
+
+
+def test_desc_output_sizes_wrong():
+    msg = expect(Inv, lambda: dml.compile_operator(maxpool2(out_shape=(1, 1, 2, 4))), [],
+                 ["MAX_POOLING2", "output_tensor", "4"])
+    assert "2" in msg and "3" in msg            # both accepted values: F = 2, F + 1 = 3
+    expect(Inv, lambda: dml.compile_operator(maxpool2(out_shape=(1, 2, 2, 2))), [],
+           ["output_tensor"])
+
+
+def test_desc_window_size_wrong_length_and_dimension_count():
+    expect(Inv, lambda: dml.compile_operator(maxpool2(window_size=(2, 2, 2))), [],
+           ["MAX_POOLING2", "window_size"])
+    # SPEC 7: "dimension_count is optional (derived) and checked when given". Our reading: a
+    # wrong count is a value problem (InvalidArgumentError), like a wrong argument length.
+    expect(Inv, lambda: dml.compile_operator(maxpool2(dimension_count=4)), [],
+           ["MAX_POOLING2", "dimension_count", "4"])
+    pad = dml.PaddingDesc(input_tensor=td("FLOAT32", (1, 1, 3, 3)),
+                          output_tensor=td("FLOAT32", (1, 1, 5, 5)), padding_mode="EDGE",
+                          padding_value=0.0, start_padding=(0, 0, 1, 1),
+                          end_padding=(0, 0, 1, 1), dimension_count=2)
+    expect(Inv, lambda: dml.compile_operator(pad), [], ["PADDING", "dimension_count", "2"])
+
+
+def test_desc_zero_window_and_effective_window():
+    expect(Inv, lambda: dml.compile_operator(maxpool2(window_size=(2, 0))), [],
+           ["window_size[1]", "0"])
+    expect(Inv, lambda: dml.compile_operator(maxpool2(strides=(0, 1))), [], ["strides[0]"])
+    expect(Inv, lambda: dml.compile_operator(maxpool2(window_size=(4, 2), out_shape=(1, 1, 1, 2))),
+           [], ["MAX_POOLING2"])
+
+
+def test_desc_rank_below_three():
+    expect(Uns, lambda: dml.compile_operator(dml.MaxPoolingDesc(
+        input_tensor=td("FLOAT32", (3, 3)), output_tensor=td("FLOAT32", (2, 2)), strides=(),
+        window_size=(), start_padding=(), end_padding=())), [], ["MAX_POOLING"])
+
+
+def test_tensor_desc_size_zero():
+    # SPEC 7: "any size 0 in a TensorDesc is an InvalidArgumentError"; constructors only
+    # normalise spellings, compile_operator checks.
+    desc = maxpool2(shape=(1, 0, 3, 3), out_shape=(1, 0, 2, 2))
+    expect(Inv, lambda: dml.compile_operator(desc), [], ["MAX_POOLING2", "sizes", "0"])
+
+
+def test_tensor_desc_total_size_too_small():
+    # SPEC 1.2: the minimum rounds up to a multiple of 4; "a smaller given value is an error".
+    for given in (8, 9, 11):
+        desc = dml.PaddingDesc(
+            input_tensor=td("UINT8", (1, 1, 3, 3), total_tensor_size_in_bytes=given),
+            output_tensor=td("UINT8", (1, 1, 3, 3)), padding_mode="CONSTANT", padding_value=0,
+            start_padding=(0, 0, 0, 0), end_padding=(0, 0, 0, 0))
+        expect(Inv, lambda: dml.compile_operator(desc), [],
+               ["PADDING", "total_tensor_size_in_bytes", str(given)])
+    ok = dml.PaddingDesc(input_tensor=td("UINT8", (1, 1, 3, 3), total_tensor_size_in_bytes=12),
+                         output_tensor=td("UINT8", (1, 1, 3, 3)), padding_mode="CONSTANT",
+                         padding_value=0, start_padding=(0, 0, 0, 0), end_padding=(0, 0, 0, 0))
+    dml.compile_operator(ok)
+
+
+def test_output_strides_that_alias():
+    # SPEC 7: "output strides that make two elements share memory are an InvalidArgumentError".
+    desc = dml.MaxPooling2Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)),
+        output_tensor=td("FLOAT32", (1, 1, 2, 2), (4, 4, 0, 1)),
+        strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0),
+        dilations=(1, 1))
+    x = x4((1, 1, 3, 3))
+    buf = np.full(8, 5, F32)
+
+    def run():
+        dml.compile_operator(desc).execute(input_tensor=x, output_tensor=buf)
+    expect(Inv, run, [x, buf], ["MAX_POOLING2", "output_tensor"])
+
+
+def test_compile_unknown_backend():
+    expect(Uns, lambda: dml.compile_operator(maxpool2(), backend="no-such-backend"), [],
+           ["no-such-backend"])
+
+
+# --- description layer: execute (SPEC 7) --------------------------------------------------
+
+@pytest.fixture
+def mp1():
+    desc = dml.MaxPooling1Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 2, 2)),
+        strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0))
+    return dml.compile_operator(desc)
+
+
+def test_execute_unknown_bind_point(mp1):
+    x = x4((1, 1, 3, 3))
+    expect(Inv, lambda: mp1.execute(input_tensor=x, bogus_tensor=x), [x], ["bogus_tensor"])
+
+
+def test_execute_missing_required_binding(mp1):
+    expect(Inv, lambda: mp1.execute(), [], ["input_tensor"])
+
+
+def test_execute_binding_for_left_out_optional_tensor(mp1):
+    x = x4((1, 1, 3, 3))
+    idx = np.full((1, 1, 2, 2), 9, np.uint32)
+    expect(Inv, lambda: mp1.execute(input_tensor=x, output_indices_tensor=idx), [x, idx],
+           ["output_indices_tensor"])
+
+
+def test_execute_wrong_dtype_binding(mp1):
+    # SPEC 7: "a binding whose dtype differs from the description is an UnsupportedError (no
+    # casting)"; the output buffer stays untouched.
+    x = x4((1, 1, 3, 3), np.float64)
+    out = np.full((1, 1, 2, 2), 7, F32)
+    expect(Uns, lambda: mp1.execute(input_tensor=x, output_tensor=out), [x, out],
+           ["input_tensor", "float64"])
+    x32 = x4((1, 1, 3, 3))
+    out16 = np.full((1, 1, 2, 2), 7, np.float16)
+    expect(Uns, lambda: mp1.execute(input_tensor=x32, output_tensor=out16), [x32, out16],
+           ["output_tensor"])
+
+
+def test_execute_flat_buffer_too_small(mp1):
+    # SPEC 7: a 1-D binding whose shape differs from sizes is a flat buffer, which must hold
+    # at least sum((sizes-1)*strides) + 1 elements (here 9).
+    x = np.arange(8, dtype=F32)
+    out = np.full((1, 1, 2, 2), 7, F32)
+    expect(Inv, lambda: mp1.execute(input_tensor=x, output_tensor=out), [x, out],
+           ["input_tensor", "8"])
+    xs = x4((1, 1, 3, 3))
+    small = np.full(3, 7, F32)
+    expect(Inv, lambda: mp1.execute(input_tensor=xs, output_tensor=small), [xs, small],
+           ["output_tensor"])
+
+
+def test_execute_strided_flat_buffer_too_small():
+    desc = dml.MaxPooling1Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3), (0, 0, 4, 1)),
+        output_tensor=td("FLOAT32", (1, 1, 2, 2)), strides=(1, 1), window_size=(2, 2),
+        start_padding=(0, 0), end_padding=(0, 0))
+    buf = np.arange(10, dtype=F32)            # needs 2*4 + 2*1 + 1 = 11
+    expect(Inv, lambda: dml.compile_operator(desc).execute(input_tensor=buf), [buf],
+           ["input_tensor"])
+
+
+def test_execute_wrong_shape_binding(mp1):
+    # A binding that is neither of the description's sizes nor 1-D (SPEC 4.2).
+    x = x4((1, 1, 3, 4))
+    expect(Inv, lambda: mp1.execute(input_tensor=x), [x], ["input_tensor"])
+
+
+def test_execute_read_only_output(mp1):
+    # Our reading: SPEC 7's rule for a read-only out= holds for a bound output buffer too.
+    x = x4((1, 1, 3, 3))
+    out = np.full((1, 1, 2, 2), 7, F32)
+    out.flags.writeable = False
+    expect(Inv, lambda: mp1.execute(input_tensor=x, output_tensor=out), [x, out],
+           ["output_tensor"])
