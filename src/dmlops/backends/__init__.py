@@ -19,6 +19,8 @@ PREFERENCE = {
     "cpu": "dmlops.backends.cpu",
     "reference": "dmlops.backends.reference",
 }
+KERNELS = ("average_pooling", "max_pooling", "max_pooling_grad", "quantized_average_pooling",
+           "padding")
 _loaded: dict = {}
 _failed: dict = {}
 _chosen: str | None = None
@@ -33,6 +35,10 @@ def _load(name: str):
         module = importlib.import_module(PREFERENCE[name])
     except ImportError as e:  # a backend whose packages are missing is simply unavailable
         _failed[name] = str(e)
+        return None
+    missing = [k for k in KERNELS if not callable(getattr(module, k, None))]
+    if missing:
+        _failed[name] = f"it lacks the kernels {', '.join(missing)}"
         return None
     _loaded[name] = module
     return module

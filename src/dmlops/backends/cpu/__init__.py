@@ -1,0 +1,114 @@
+"""The ``cpu`` backend: compiled (Numba), multi-threaded kernels with the reference
+backend's interface and results (bitwise for max pooling, indices, padding, quantized
+pooling and the max-pooling gradient; within SPEC 5's bound for averages)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import pooling as _k
+from ._buffers import flat, ints
+from ._half import tag_for
+
+NAME = "cpu"
+
+
+def _pitch(sizes):
+    out, acc = [], 1
+    for s in reversed(sizes):
+        out.append(acc)
+        acc *= s
+    return ints(out[::-1])
+
+
+def _window(window, strides, start, dilations):
+    return ints(window), ints(strides), ints(start), ints(dilations)
+
+
+def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+    xb, xo, xs = flat(x)
+    yb, yo, ys = flat(y)
+    if indices is not None:
+        ib, io, ist = flat(indices)
+        empty_idx = np.array(empty_index).astype(indices.dtype)[()]
+    else:
+        ib, io, ist, empty_idx = np.empty(1, np.int64), 0, ints([0] * y.ndim), np.int64(0)
+    if x.dtype == np.float16:
+        empty = np.uint16(0xFC00)
+    elif x.dtype.kind == "f":
+        empty = x.dtype.type(-np.inf)
+    else:
+        empty = np.iinfo(x.dtype).min
+    empty = np.array(empty).astype(xb.dtype)[()]
+    _k.max_pool_kernel(xb, xo, xs, ints(x.shape), _pitch(x.shape), yb, yo, ys, ib, io, ist,
+                       ints(y.shape), *_window(window, strides, start, dilations),
+                       tag_for(x.dtype), empty, empty_idx, True, indices is not None)
+
+
+def _counts(in_spatial, out_spatial, window, strides, start, end, dilations, include_padding):
+    """Per spatial dimension, the divisor's factor at each output position (the divisor of a
+    window is their product): real positions, or real and padding ones."""
+    parts = []
+    for i, (size, osz) in enumerate(zip(in_spatial, out_spatial)):
+        o = np.arange(osz)[:, None]
+        q = o * strides[i] + np.arange(window[i])[None, :] * dilations[i]
+        ok = (q < size + start[i] + end[i]) if include_padding else \
+            (q >= start[i]) & (q < size + start[i])
+        parts.append(ok.sum(axis=1))
+    starts = np.cumsum([0] + [len(p) for p in parts[:-1]])
+    return ints(np.concatenate(parts)), ints(starts)
+
+
+def _per_channel(a, dtype):
+    """A per-tensor or per-channel parameter (broadcastable to (1, C, 1, ...)) as a flat
+    array of 1 or C values."""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a.reshape(-1) if a.size > 1 else a.reshape(1), dtype=dtype)
+
+
+_NO_Q = (np.zeros(1, np.int64), np.ones(1, np.float32))
+
+
+def _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc, quant):
+    xb, xo, xs = flat(x)
+    yb, yo, ys = flat(y)
+    counts, cstart = _counts(x.shape[2:], y.shape[2:], window, strides, start, end, dilations,
+                             include_padding)
+    zp_in, s_in, zp_out, s_out = quant
+    _k.sum_pool_kernel(xb, xo, xs, ints(x.shape), _pitch(x.shape), yb, yo, ys, ints(y.shape),
+                       *_window(window, strides, start, dilations), counts, cstart,
+                       tag_for(x.dtype), np.zeros(1, acc), zp_in, s_in, zp_out, s_out,
+                       quant is not _NO_QUANT, *_range(y.dtype))
+
+
+_NO_QUANT = _NO_Q + _NO_Q
+
+
+def _range(dtype):
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return float(info.min), float(info.max)
+    return 0.0, 0.0
+
+
+def average_pooling(x, y, window, strides, start, end, dilations, include_padding):
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc, _NO_QUANT)
+
+
+def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, strides, start,
+                              end, dilations, include_padding):
+    quant = (_per_channel(zp_in, np.int64), _per_channel(scale_in, np.float32),
+             _per_channel(zp_out, np.int64), _per_channel(scale_out, np.float32))
+    _sum_pool(x, y, window, strides, start, end, dilations, include_padding, np.int64, quant)
+
+
+def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
+    arg = np.empty(dy.shape, np.int64)
+    max_pooling(x, np.empty(dy.shape, x.dtype), arg, window, strides, start, dilations, -1)
+    dyb, dyo, dys = flat(dy)
+    dxb, dxo, dxs = flat(dx)
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    _k.max_grad_kernel(dyb, dyo, dys, ints(dy.shape), arg.reshape(-1), ints(x.shape),
+                       _pitch(x.shape), dxb, dxo, dxs, *_window(window, strides, start, dilations),
+                       tag_for(x.dtype), np.zeros(1, acc))

@@ -1,0 +1,104 @@
+"""FLOAT16 in registers: Numba has no float16 arithmetic on the CPU, so float16 tensors are
+read as their 16-bit patterns (uint16) and converted one value at a time.
+
+``half_to_float`` is exact. ``float_to_half`` rounds to nearest, ties to even, and keeps a
+NaN's top payload bits as NumPy does (a NaN never becomes infinity), so results match NumPy's
+``astype(float16)`` bit for bit; the tests check every one of the 65,536 patterns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+
+@njit(cache=True)
+def half_to_float(h):
+    h = np.uint32(h)
+    sign = (h & np.uint32(0x8000)) << np.uint32(16)
+    exp = (h >> np.uint32(10)) & np.uint32(0x1F)
+    mant = h & np.uint32(0x3FF)
+    if exp == 0x1F:                                   # inf / NaN: keep the payload
+        bits = sign | np.uint32(0x7F800000) | (mant << np.uint32(13))
+        return np.uint32(bits).view(np.float32)
+    if exp == 0:                                      # zero / subnormal: mant * 2^-24, exact
+        value = np.float32(mant) * np.float32(5.960464477539063e-08)
+        return -value if sign else value
+    bits = sign | ((exp + np.uint32(112)) << np.uint32(23)) | (mant << np.uint32(13))
+    return np.uint32(bits).view(np.float32)
+
+
+@njit(cache=True)
+def float_to_half(f):
+    bits = np.float32(f).view(np.uint32)
+    sign = np.uint16((bits >> np.uint32(16)) & np.uint32(0x8000))
+    a = np.uint32(bits & np.uint32(0x7FFFFFFF))
+    if a >= np.uint32(0x7F800000):                    # inf / NaN
+        if a == np.uint32(0x7F800000):
+            return np.uint16(sign | np.uint16(0x7C00))
+        payload = np.uint16(0x7C00) + np.uint16((a & np.uint32(0x7FFFFF)) >> np.uint32(13))
+        if payload == np.uint16(0x7C00):
+            payload += np.uint16(1)
+        return np.uint16(sign | payload)
+    if a >= np.uint32(0x477FF000):                    # rounds to >= 65520: overflow
+        return np.uint16(sign | np.uint16(0x7C00))
+    if a < np.uint32(0x38800000):                     # below 2^-14: subnormal half
+        # adding 0.5 aligns the mantissa so the FPU does the round-to-nearest-even
+        r = np.float32(a.view(np.float32) + np.float32(0.5))
+        return np.uint16(sign | np.uint16(r.view(np.uint32) - np.uint32(0x3F000000)))
+    odd = (a >> np.uint32(13)) & np.uint32(1)
+    a = np.uint32(a + np.uint32(0xC8000FFF) + odd)    # rebias exponent (-112 << 23), round
+    return np.uint16(sign | np.uint16(a >> np.uint32(13)))
+
+
+# --- element access, specialised per data type at compile time -------------------------
+# A kernel receives its float16 data as uint16 and a ``tag`` array telling the two apart:
+# an empty bool array means "these uint16 are float16 bit patterns".
+
+HALF = np.empty(0, np.bool_)
+PLAIN = np.empty(0, np.int8)
+
+
+def tag_for(dtype) -> np.ndarray:
+    return HALF if np.dtype(dtype) == np.float16 else PLAIN
+
+
+def buffer_view(a: np.ndarray) -> np.ndarray:
+    """float16 arrays as their uint16 bit patterns; every other type unchanged."""
+    return a.view(np.uint16) if a.dtype == np.float16 else a
+
+
+def load(v, tag):  # pragma: no cover - replaced by the overload inside kernels
+    raise NotImplementedError
+
+
+@overload(load)
+def _load(v, tag):
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        return lambda v, tag: half_to_float(v)
+    return lambda v, tag: v
+
+
+def store(v, tag, out_dtype):  # pragma: no cover
+    raise NotImplementedError
+
+
+@overload(store)
+def _store(v, tag, out_dtype):
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        return lambda v, tag, out_dtype: float_to_half(v)
+    return lambda v, tag, out_dtype: out_dtype(v)
+
+
+def value_array(n, buf, tag):  # pragma: no cover
+    raise NotImplementedError
+
+
+@overload(value_array)
+def _value_array(n, buf, tag):
+    """Scratch for values as kernels compare them: float32 for float16 data, else the
+    buffer's own type (so 64-bit integers compare exactly)."""
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        return lambda n, buf, tag: np.empty(n, np.float32)
+    return lambda n, buf, tag: np.empty(n, buf.dtype)
