@@ -69,6 +69,9 @@ def test_error_classes():
     ("max_pooling_grad", np.int32, "int32"),           # SPEC 3.5: float types only
     ("quantized_linear_average_pooling", np.float32, "float32"),   # SPEC 3.3: INT8/UINT8
     ("quantized_linear_average_pooling", np.int16, "int16"),
+    ("max_pooling", np.dtype("U1"), "<u1"),
+    ("padding", np.dtype(object), "object"),
+    ("max_pooling", np.dtype("datetime64[s]"), "datetime64"),
 ])
 def test_bad_dtype(fn, dtype, word):
     if dtype is np.longdouble and np.dtype(np.longdouble).itemsize == 8:
@@ -212,6 +215,16 @@ def test_out_overlapping_input():
     inp, out = big[:, :, :4, :4], big[:, :, 2:, 2:]
     expect(Inv, lambda: dml.padding(inp[:, :, :3, :3], 0, 0, out=out[:, :, :3, :3]),
            [big], ["padding", "out"])
+    # Every input counts: dy of the gradient, x of quantized pooling.
+    dy = np.ones((1, 1, 4, 4), F32)
+    expect(Inv, lambda: dml.max_pooling_grad(x, dy, 1, out=dy), [x, dy],
+           ["max_pooling_grad", "out"])
+    xq = np.arange(16, dtype=np.int8).reshape(1, 1, 4, 4)
+    expect(Inv, lambda: dml.quantized_linear_average_pooling(xq, 1.0, 0, 1.0, 0, 1, out=xq),
+           [xq], ["quantized_linear_average_pooling", "out"])
+    v = np.zeros((1, 1, 4, 4), F32)
+    expect(Inv, lambda: dml.max_pooling(x, 1, output_indices=True,
+                                        out=(v, x.view(np.uint32))), [x, v], ["out"])
 
 
 def test_out_indices_wrong_dtype_and_pair():
@@ -224,6 +237,8 @@ def test_out_indices_wrong_dtype_and_pair():
            ["max_pooling", "out"])
     with pytest.raises(dml.DmlError):
         dml.max_pooling(x, 2, output_indices=True, out=(v, None))
+    with pytest.raises(dml.DmlError):
+        dml.max_pooling(x, 2, output_indices=True, out=v)      # "out is a pair"
     assert (v == 7).all()
 
 
@@ -615,3 +630,112 @@ def test_execute_read_only_output(mp1):
     out.flags.writeable = False
     expect(Inv, lambda: mp1.execute(input_tensor=x, output_tensor=out), [x, out],
            ["output_tensor"])
+
+
+# --- more description-layer constraints (SPEC 3.3, 3.4, 3.5, 3.9) -------------------------
+
+def qdesc(**over):
+    one = (1, 1, 1, 1)
+    kw = dict(input_tensor=td("UINT8", (1, 2, 3, 3)), input_scale_tensor=td("FLOAT32", one),
+              output_scale_tensor=td("FLOAT32", one), output_tensor=td("UINT8", (1, 2, 2, 2)),
+              strides=(1, 1), window_size=(2, 2), start_padding=(0, 0), end_padding=(0, 0),
+              dilations=(1, 1), include_padding=False)
+    kw.update(over)
+    return dml.QuantizedLinearAveragePoolingDesc(**kw)
+
+
+@pytest.mark.parametrize("over,cls,words", [
+    # Scales: FLOAT32 (SPEC 3.3).
+    (dict(input_scale_tensor=td("FLOAT16", (1, 1, 1, 1))), Uns, ["input_scale_tensor"]),
+    # Zero points: "the type of the tensor they belong to".
+    (dict(input_zero_point_tensor=td("INT8", (1, 1, 1, 1))), Uns, ["input_zero_point_tensor"]),
+    (dict(output_zero_point_tensor=td("INT8", (1, 1, 1, 1))), Uns,
+     ["output_zero_point_tensor"]),
+    # Input / output INT8 or UINT8.
+    (dict(input_tensor=td("INT16", (1, 2, 3, 3))), Uns, ["input_tensor"]),
+    # Scale shape: all ones or {1, C, 1, 1}.
+    (dict(input_scale_tensor=td("FLOAT32", (1, 3, 1, 1))), Inv, ["input_scale_tensor"]),
+    (dict(output_scale_tensor=td("FLOAT32", (2, 1, 1, 1))), Inv, ["output_scale_tensor"]),
+    # Output sizes F or F + 1.
+    (dict(output_tensor=td("UINT8", (1, 2, 4, 2))), Inv, ["output_tensor"]),
+])
+def test_quantized_desc_constraints(over, cls, words):
+    expect(cls, lambda: dml.compile_operator(qdesc(**over)), [],
+           ["QUANTIZED_LINEAR_AVERAGE_POOLING"] + words)
+
+
+def test_quantized_desc_rank_at_level():
+    # SPEC 3.3: "4-D or 5-D (extended: any k)".
+    d = qdesc(input_tensor=td("UINT8", (1, 2, 3)), output_tensor=td("UINT8", (1, 2, 2)),
+              input_scale_tensor=td("FLOAT32", (1, 1, 1)),
+              output_scale_tensor=td("FLOAT32", (1, 1, 1)), strides=(1,), window_size=(2,),
+              start_padding=(0,), end_padding=(0,), dilations=(1,))
+    expect(Uns, lambda: dml.compile_operator(d, feature_level="6.2"), [],
+           ["QUANTIZED_LINEAR_AVERAGE_POOLING"])
+    dml.compile_operator(d)        # extended mode
+
+
+def test_quantized_scale_rank_above_input():
+    # SPEC 7: per tensor "an all-ones shape of rank <= the input's".
+    s = np.ones((1, 1, 1, 1, 1), F32)
+    expect(Inv, q(s, None, 1.0, None, 2), [QX, s], ["input_scale"])
+
+
+def test_max_pooling_indices_sizes_must_match_output():
+    # SPEC 3.4: "OutputIndices has Output's sizes".
+    d = dml.MaxPooling2Desc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 2, 2)),
+        output_indices_tensor=td("UINT32", (1, 1, 2, 3)), strides=(1, 1), window_size=(2, 2),
+        start_padding=(0, 0), end_padding=(0, 0), dilations=(1, 1))
+    expect(Inv, lambda: dml.compile_operator(d), [], ["MAX_POOLING2", "output_indices_tensor"])
+
+
+def test_max_pooling_desc_uint32_indices_for_huge_input():
+    # SPEC 3.4: "An input with more than 2^32-1 elements needs 64-bit indices".
+    d = dml.MaxPooling2Desc(
+        input_tensor=td("FLOAT32", (1, 1, 65536, 65537)),
+        output_tensor=td("FLOAT32", (1, 1, 1, 1)),
+        output_indices_tensor=td("UINT32", (1, 1, 1, 1)), strides=(1, 1),
+        window_size=(65536, 65537), start_padding=(0, 0), end_padding=(0, 0), dilations=(1, 1))
+    expect(Inv, lambda: dml.compile_operator(d), [], ["MAX_POOLING2", "output_indices_tensor"])
+
+
+def test_max_pooling_grad_desc_constraints():
+    # SPEC 3.5: InputGradient has the forward output's sizes, OutputGradient the forward
+    # input's; types FLOAT32/FLOAT16 (extended FLOAT64), all three the same.
+    def g(dt=("FLOAT32",) * 3, dy=(1, 1, 2, 2), dx=(1, 1, 3, 3)):
+        return dml.MaxPoolingGradDesc(
+            input_tensor=td(dt[0], (1, 1, 3, 3)), input_gradient_tensor=td(dt[1], dy),
+            output_gradient_tensor=td(dt[2], dx), strides=(1, 1), window_size=(2, 2),
+            start_padding=(0, 0), end_padding=(0, 0), dilations=(1, 1))
+    expect(Inv, lambda: dml.compile_operator(g(dx=(1, 1, 3, 4))), [],
+           ["MAX_POOLING_GRAD", "output_gradient_tensor"])
+    expect(Inv, lambda: dml.compile_operator(g(dy=(1, 1, 4, 2))), [],
+           ["MAX_POOLING_GRAD", "input_gradient_tensor"])
+    expect(Uns, lambda: dml.compile_operator(g(dt=("FLOAT32", "FLOAT16", "FLOAT32"))), [],
+           ["MAX_POOLING_GRAD", "input_gradient_tensor"])
+    expect(Uns, lambda: dml.compile_operator(g(dt=("FLOAT64",) * 3), feature_level="6.4"), [],
+           ["MAX_POOLING_GRAD", "FLOAT64"])
+    expect(Uns, lambda: dml.compile_operator(g(dt=("INT32",) * 3)), [], ["MAX_POOLING_GRAD"])
+    dml.compile_operator(g(dy=(1, 1, 3, 3)))          # F + 1 forward output sizes are fine
+    dml.compile_operator(g(dt=("FLOAT64",) * 3))
+
+
+def test_padding_desc_constraints():
+    def p(in_t="FLOAT32", out_t="FLOAT32", out=(1, 1, 5, 5)):
+        return dml.PaddingDesc(input_tensor=td(in_t, (1, 1, 3, 3)), output_tensor=td(out_t, out),
+                               padding_mode="EDGE", padding_value=0.0,
+                               start_padding=(0, 0, 1, 1), end_padding=(0, 0, 1, 1))
+    # SPEC 3.9: "Out[i] = In[i] + StartPadding[i] + EndPadding[i]"; same type and rank.
+    expect(Inv, lambda: dml.compile_operator(p(out=(1, 1, 5, 6))), [], ["PADDING",
+                                                                         "output_tensor"])
+    expect(Uns, lambda: dml.compile_operator(p(out_t="FLOAT16")), [], ["PADDING",
+                                                                        "output_tensor"])
+    expect(Inv, lambda: dml.compile_operator(dml.PaddingDesc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 5, 5)),
+        padding_mode="EDGE", padding_value=0.0, start_padding=(0, 0, 1, 1),
+        end_padding=(0, 0, 1, -1))), [], ["PADDING", "end_padding[3]", "-1"])
+    expect(Inv, lambda: dml.compile_operator(dml.PaddingDesc(
+        input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 5, 5)),
+        padding_mode="MIRROR", padding_value=0.0, start_padding=(0, 0, 1, 1),
+        end_padding=(0, 0, 1, 1))), [], ["PADDING", "MIRROR"])

@@ -396,19 +396,22 @@ def test_quantized_desc_matches_oracle(g, din, dout, per_channel, incl, data):
 
 
 def test_quantized_round_half_even_and_float32_steps():
-    # SPEC 3.3 step 3 is float32 in a fixed order: with acc = 1, s_in = 3, count = 3,
-    # s_out = 1/3 (float32 0.333333343...): 3 / 3 = 1, 1 / float32(1/3) = 2.99999991 -> 3.
-    # In float64 with s_out = 1/3 exactly it would be 3 as well; the t = 2.5 -> 2 case checks
-    # half-to-even: acc = 5, s_in = 1, count = 2, s_out = 1 -> 2.5 -> 2; acc = 7 -> 3.5 -> 4.
+    # SPEC 3.3 step 4, half to even: acc = 5, count 2 -> 2.5 -> 2; acc = 7 -> 3.5 -> 4.
     x = np.array([5, 0, 7, 0], np.uint8).reshape(1, 1, 4)
     q = dml.quantized_linear_average_pooling(x, 1.0, None, 1.0, None, 2, strides=2)
     assert q.tolist() == [[[2, 4]]]
-    x = np.array([1, 0, 0], np.int8).reshape(1, 1, 3)
-    q = dml.quantized_linear_average_pooling(x, 3.0, 0, 1 / 3, 0, 3)
-    assert q.tolist() == [[[3]]]
     # Negative half: acc = -5, count 2 -> -2.5 -> -2.
     x = np.array([-5, 0], np.int8).reshape(1, 1, 2)
     assert dml.quantized_linear_average_pooling(x, 1.0, 0, 1.0, 0, 2).tolist() == [[[-2]]]
+    # SPEC 3.3 step 3 is float32 in a fixed order. acc = 9, s_in = 0.5, count = 6,
+    # s_out = float32(0.1): (4.5 / 6) / 0.1 = 7.5 in float32 -> 8; dividing by
+    # (6 * 0.1) instead gives 7.4999995 -> 7, and float64 gives 7.4999999 -> 7.
+    x = np.array([1, 1, 1, 2, 2, 2], np.uint8).reshape(1, 1, 6)
+    assert dml.quantized_linear_average_pooling(x, 0.5, 0, 0.1, 0, 6).tolist() == [[[8]]]
+    # acc = -39, s_in = s_out = float32(0.1), count 6: float32 steps give -6.5000005 -> -7;
+    # exact arithmetic gives -6.5 -> -6 (half even).
+    x = np.array([-6, -6, -6, -7, -7, -7], np.int8).reshape(1, 1, 6)
+    assert dml.quantized_linear_average_pooling(x, 0.1, 0, 0.1, 0, 6).tolist() == [[[-7]]]
 
 
 # --- PyTorch, where it implements the SPEC's rule exactly --------------------------------
@@ -524,3 +527,82 @@ def test_pooling_output_sizes_ceil_rule(case):
         want = shape[:2] + tuple(f(S, w, si, a, b, di) for S, w, si, a, b, di in
                                  zip(shape[2:], W, s, p, end, d))
         assert tuple(int(v) for v in got) == want
+
+
+# --- more spatial dimensions; larger inputs on every backend ------------------------------
+
+@pytest.mark.parametrize("k", [4, 5, 6])
+def test_extended_mode_up_to_six_spatial_dimensions(k):
+    # SPEC 2: "extended mode allows 1 <= k <= 6 (rank at most 8 everywhere)".
+    rng = np.random.default_rng(k)
+    shape = (1, 2) + (3,) * (k - 1) + (2,)
+    x = rng.integers(-3, 4, size=shape).astype(np.float32)
+    kw = dict(strides=(2,) + (1,) * (k - 1), start_padding=(1,) + (0,) * (k - 1),
+              end_padding=(0,) * (k - 1) + (1,), dilations=(1,) * (k - 1) + (2,))
+    okw = dict(strides=kw["strides"], start=kw["start_padding"], end=kw["end_padding"],
+               dilations=kw["dilations"])
+    v, i = dml.max_pooling(x, 2, output_indices=True, **kw)
+    want_v, want_i = O.max_pooling(x, 2, **okw)
+    assert_bits(v, want_v)
+    assert_bits(i, want_i)
+    O.average_pooling_check(dml.average_pooling(x, 2, include_padding=True, **kw), x, 2,
+                            include_padding=True, **okw)
+    dy = rng.integers(-3, 4, size=v.shape).astype(np.float32)
+    assert_bits(dml.max_pooling_grad(x, dy, 2, **kw), O.max_pooling_grad(x, dy, 2, **okw))
+
+
+LARGE_CASES = [
+    # (input shape, window, strides, start, end, dilations, output spatial: None = F)
+    ((2, 3, 17, 19), (3, 3), (2, 1), (1, 0), (2, 3), (1, 2), None),
+    ((1, 4, 23, 9), (2, 4), (3, 2), (4, 1), (0, 5), (2, 1), "ceil"),
+    ((3, 2, 6, 7, 5), (2, 3, 2), (1, 2, 2), (0, 1, 2), (2, 2, 0), (2, 1, 1), "ceil"),
+    ((2, 5, 41), (5,), (3,), (7,), (6,), (2,), "ceil"),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", LARGE_CASES)
+def test_larger_inputs_every_backend(backend, case):
+    # SPEC 5: bitwise the reference's results (here: the oracle's) for max pooling, indices,
+    # quantized pooling and the max-pooling gradient; the bound for average pooling - on
+    # inputs big enough for a compiled backend to tile or thread.
+    shape, W, s, a, b, d, mode = case
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    okw = dict(strides=s, start=a, end=b, dilations=d)
+    kw = dict(strides=s, start_padding=a, end_padding=b, dilations=d)
+    out = None
+    if mode == "ceil":
+        out = tuple(O.floor_size(S, w, si, ai, bi, di) + 1 for S, w, si, ai, bi, di in
+                    zip(shape[2:], W, s, a, b, d))
+    x = rng.integers(-4, 5, size=shape).astype(np.float32)
+    x[rng.random(shape) < 0.02] = np.nan
+    v, i = dml.max_pooling(x, W, output_indices=True, output_sizes=out, backend=backend, **kw)
+    want_v, want_i = O.max_pooling(x, W, out_spatial=out, **okw)
+    assert_bits(v, want_v)
+    assert_bits(i, want_i)
+    xi = rng.integers(-128, 128, size=shape).astype(np.int8)
+    v, i = dml.max_pooling(xi, W, output_indices=True, output_sizes=out, backend=backend,
+                           indices_dtype=np.uint64, **kw)
+    want_v, want_i = O.max_pooling(xi, W, out_spatial=out, indices_dtype=np.uint64, **okw)
+    assert_bits(v, want_v)
+    assert_bits(i, want_i)
+    xf = (rng.standard_normal(shape) * 100).astype(np.float16)
+    for incl in (False, True):
+        y = dml.average_pooling(xf, W, include_padding=incl, output_sizes=out, backend=backend,
+                                **kw)
+        O.average_pooling_check(y, xf, W, include_padding=incl, out_spatial=out, **okw)
+    dy = (rng.standard_normal(want_v.shape) * 1e4).astype(np.float32)
+    xg = rng.integers(-2, 3, size=shape).astype(np.float32)      # many ties
+    assert_bits(dml.max_pooling_grad(xg, dy, W, backend=backend, **kw),
+                O.max_pooling_grad(xg, dy, W, **okw))
+    if out is None:
+        xq = rng.integers(0, 256, size=shape).astype(np.uint8)
+        C = shape[1]
+        s_in = rng.uniform(0.01, 1, size=C).astype(np.float32).reshape((1, C) + (1,) *
+                                                                       (len(shape) - 2))
+        got = dml.quantized_linear_average_pooling(xq, s_in, np.uint8(3), 0.37, np.int8(-5), W,
+                                                   include_padding=True, backend=backend,
+                                                   **kw)
+        assert_bits(got, O.quantized_average_pooling(xq, s_in, 3, np.float32(0.37), -5, W,
+                                                     include_padding=True, out_dtype=np.int8,
+                                                     **okw))

@@ -147,6 +147,14 @@ def test_max_pooling_example_functional(dtype):
     assert_same(i, MAX_I, np.uint32)     # SPEC 7: indices_dtype None -> uint32 (small input)
 
 
+def test_numpy_integers_as_spatial_arguments():
+    # SPEC 4.1: "A spatial argument is an int ... or a sequence of length k"; NumPy integers
+    # and arrays are ints and sequences (our reading).
+    x = MAX_X.astype(F32)
+    assert_same(dml.max_pooling(x, np.int64(2), strides=np.array([1, 1]),
+                                start_padding=np.uint8(0)), MAX_Y, F32)
+
+
 @pytest.mark.parametrize("idt", [np.uint32, np.uint64, np.int64, "uint64", "UINT64"])
 def test_max_pooling_example_index_types(idt):
     y, i = dml.max_pooling(MAX_X.astype(F32), 2, output_indices=True, indices_dtype=idt)
@@ -592,3 +600,18 @@ def test_pooling_output_sizes(args, kw, want):
 def test_onnx_pads(args, kw, want):
     start, end = dml.onnx_pads(*args, **kw)
     assert (tuple(int(v) for v in start), tuple(int(v) for v in end)) == want
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_f_plus_one_accepted_at_every_level(level):
+    # SPEC 7: "An output size of F + 1 is accepted at every level." W = 4, window 2, stride 2,
+    # start padding 1: P = 5, F = 2, F + 1 = 3 (the last window covers x = 3 (real) and 4
+    # (phantom)); rows: W = 3, window 2: F = 2, F + 1 = 3 (x = 2 real, 3 phantom).
+    x = np.array([[1, 9, 3, 4], [5, 2, 8, 0], [7, 7, 6, 1]], F32).reshape(1, 1, 3, 4)
+    desc = dml.MaxPoolingDesc(input_tensor=td("FLOAT32", (1, 1, 3, 4)),
+                              output_tensor=td("FLOAT32", (1, 1, 3, 3)), strides=(1, 2),
+                              window_size=(2, 2), start_padding=(0, 1), end_padding=(0, 0))
+    out = dml.compile_operator(desc, feature_level=level).execute(input_tensor=x)
+    # columns: {pad, 0}, {1, 2}, {3, phantom}; rows {0,1}, {1,2}, {2, phantom}
+    want = [[5, 9, 4], [7, 8, 1], [7, 7, 1]]
+    assert_same(out["output_tensor"], np.array(want).reshape(1, 1, 3, 3), F32)

@@ -49,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="backend to run on (see 'dmlops info'); default: the library's "
                           "choice")
 
+    sub.add_parser("warmup", help="compile the cpu backend's common kernels ahead of time",
+                   description="Compile (or load from the on-disk cache) the cpu backend's "
+                               "kernels for the common data types, so that the first call "
+                               "of a later process starts at once.")
     sub.add_parser("info", help="show backends, feature levels, data types and operators",
                    description="Show the available backends, the feature levels, the data "
                                "types and the operators.")
@@ -65,6 +69,24 @@ def _run(args, out, err) -> int:
         out.flush()
         err.write(f"dmlops run: error: {e}\n")
         return 2
+    return 0
+
+
+def _warmup(out, err) -> int:
+    import time
+
+    import dmlops
+    if "cpu" not in dmlops.backends():
+        from .backends import _failed
+        err.write(f"dmlops warmup: error: the cpu backend is not available "
+                  f"({_failed.get('cpu', 'numba is not installed')})\n")
+        return 2
+    from .backends.cpu import warmup
+    from .backends.cpu._cache import cache_dir
+    out.write(f"compiling into {cache_dir()}\n")
+    t0 = time.perf_counter()
+    warmup(lambda name, seconds: out.write(f"  {name}: {seconds:.2f} s\n"))
+    out.write(f"done in {time.perf_counter() - t0:.1f} s\n")
     return 0
 
 
@@ -108,6 +130,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "run":
             return _run(args, out, err)
+        if args.command == "warmup":
+            return _warmup(out, err)
         return _info(out)
     except BrokenPipeError:         # e.g. `dmlops info | head -1`: stop quietly
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import pooling as _k
+from .padding import padding  # noqa: F401
 from ._buffers import flat, ints
 from ._half import tag_for
 
@@ -112,3 +113,47 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     _k.max_grad_kernel(dyb, dyo, dys, ints(dy.shape), arg.reshape(-1), ints(x.shape),
                        _pitch(x.shape), dxb, dxo, dxs, *_window(window, strides, start, dilations),
                        tag_for(x.dtype), np.zeros(1, acc))
+
+
+WARMUP_TYPES = {
+    "max_pooling": ("float32", "float16", "float64", "int8", "uint8", "int32"),
+    "average_pooling": ("float32", "float16", "float64"),
+    "max_pooling_grad": ("float32", "float16", "float64"),
+    "quantized_linear_average_pooling": (("uint8", "uint8"), ("int8", "int8")),
+    "padding": ("float32", "float16", "float64", "int8", "uint8", "int32", "int64"),
+}
+
+
+def warmup(report=None):
+    """Compile (or load from the on-disk cache) the kernels of the common signatures, so a
+    later first call starts at once. ``report(name, seconds)`` is told of each."""
+    import time
+
+    import dmlops as dml
+
+    def timed(name, fn):
+        t0 = time.perf_counter()
+        fn()
+        if report is not None:
+            report(name, time.perf_counter() - t0)
+
+    def x_of(dtype):
+        return np.arange(16).astype(dtype).reshape(1, 1, 4, 4)
+
+    for dt in WARMUP_TYPES["max_pooling"]:
+        timed(f"max_pooling {dt}", lambda: dml.max_pooling(x_of(dt), 2, backend=NAME))
+        timed(f"max_pooling {dt} + uint32 indices",
+              lambda: dml.max_pooling(x_of(dt), 2, output_indices=True, backend=NAME))
+    for dt in WARMUP_TYPES["average_pooling"]:
+        timed(f"average_pooling {dt}", lambda: dml.average_pooling(x_of(dt), 2, backend=NAME))
+    for dt in WARMUP_TYPES["max_pooling_grad"]:
+        timed(f"max_pooling_grad {dt}", lambda: dml.max_pooling_grad(
+            x_of(dt), np.ones((1, 1, 3, 3), dt), 2, backend=NAME))
+    for din, dout in WARMUP_TYPES["quantized_linear_average_pooling"]:
+        timed(f"quantized_linear_average_pooling {din} -> {dout}",
+              lambda: dml.quantized_linear_average_pooling(x_of(din), 0.5, 0, 0.5, 0, 2,
+                                                           output_dtype=dout, backend=NAME))
+    for dt in WARMUP_TYPES["padding"]:
+        timed(f"padding {dt}", lambda: dml.padding(x_of(dt), (0, 0, 1, 1), (0, 0, 1, 1),
+                                                   mode="reflection",
+                                                   backend=NAME))

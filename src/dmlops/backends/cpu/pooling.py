@@ -158,12 +158,18 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
             for o in range(olast):
                 t = code[o] // wk
                 xk = o * sk + (code[o] % wk) * dk - pk
+                # separate stores, not a conditional expression: that would unify int64
+                # and uint64 to float64 and lose the UINT64 "no element" value
                 if want_values:
-                    yb[yrow + o * ys[rank - 1]] = (xb[xrow + offs[t] + xk * xsk] if has[o]
-                                                   else empty_value)
+                    if has[o]:
+                        yb[yrow + o * ys[rank - 1]] = xb[xrow + offs[t] + xk * xsk]
+                    else:
+                        yb[yrow + o * ys[rank - 1]] = empty_value
                 if want_indices:
-                    ib[irow + o * ist[rank - 1]] = (frow + flats[t] + xk if has[o]
-                                                    else empty_index)
+                    if has[o]:
+                        ib[irow + o * ist[rank - 1]] = frow + flats[t] + xk
+                    else:
+                        ib[irow + o * ist[rank - 1]] = empty_index
 
 
 @njit(parallel=True, **_OPTS)

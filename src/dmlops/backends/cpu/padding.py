@@ -1,0 +1,219 @@
+"""Compiled padding kernel (SPEC 3.9): one N-D Numba kernel for every rank, mode and type.
+
+Each output coordinate ``o`` of dimension ``d`` reads input coordinate ``map_d[o]``, a closed
+formula of ``x = o - start`` (never a re-read of padded output):
+
+- CONSTANT: ``x`` inside ``[0, n)``, else ``-1``, which marks "PaddingValue here";
+- EDGE: ``clamp(x, 0, n-1)``;
+- REFLECTION: ``m = x mod 2(n-1)``, then ``m`` if ``m < n`` else ``2(n-1) - m``;
+- SYMMETRIC: ``m = x mod 2n``, then ``m`` if ``m < n`` else ``2n - 1 - m``;
+- WRAP: ``x mod n``.
+
+For example EDGE with ``n = 3``, ``start = 2``, 7 outputs gives the map ``[0, 0, 0, 1, 2, 2,
+2]``. The maps are computed in Python (small: the sum of the output sizes). The kernel walks
+the output row by row in parallel (a row runs along the innermost dimension), finds the input
+row from the outer maps, or sees that the row is all PaddingValue, and fills the row.
+
+Along a row the map is piecewise monotone, so the innermost map is handed to the kernel as
+*runs*: ``(first output, first input, step)`` with step +1 (a copy: the 1:1 interior, and
+every period of WRAP, REFLECTION and SYMMETRIC), -1 (a mirrored copy) or 0 (EDGE's repeated
+edge, CONSTANT's value). Each run is a tight loop; the example above is the runs ``(0, 0, 0)``,
+``(2, 0, +1)``, ``(5, 2, 0)``. A pad several periods wide costs the same per element as the
+interior, with no per-element look-up.
+
+Padding is a pure copy, so every element is the bits of one input element or of the value:
+the result is bitwise the reference's whatever the layout or the number of threads (each
+output element is written by exactly one task). The kernel moves every type as the unsigned
+integers of its size (float32 as uint32, int8 as uint8, ...): the same bits, and four compiled
+versions instead of eleven.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import njit, prange
+from numba import uint64 as U
+
+from . import _cache  # noqa: F401  (routes the on-disk cache before any kernel is defined)
+from ._buffers import flat, ints
+
+CONSTANT, EDGE, REFLECTION, SYMMETRIC, WRAP = range(5)
+
+# Rows longer than this are split into several tasks, so that a long 1-D (or few-row)
+# padding still uses every thread; shorter rows are one task each.
+CHUNK = 1 << 15
+
+
+def _index_map(mode: int, n: int, start: int, out_size: int) -> np.ndarray:
+    """Input coordinate of every output coordinate of one dimension (-1: the padding value)."""
+    x = np.arange(out_size, dtype=np.int64) - start
+    if mode == CONSTANT:
+        return np.where((x >= 0) & (x < n), x, -1)
+    if mode == EDGE:
+        return np.clip(x, 0, n - 1)
+    if mode == REFLECTION:
+        if n == 1:               # validation allows n = 1 only with no pad: the map is x = 0
+            return np.zeros_like(x)
+        p = 2 * (n - 1)
+        m = np.mod(x, p)
+        return np.where(m < n, m, p - m)
+    if mode == SYMMETRIC:
+        p = 2 * n
+        m = np.mod(x, p)
+        return np.where(m < n, m, p - 1 - m)
+    if mode == WRAP:
+        return np.mod(x, n)
+    raise ValueError(f"padding mode {mode} is not one of 0..4")
+
+
+@lru_cache(maxsize=16)
+def _plan(mode: int, in_sizes: tuple, start: tuple, out_sizes: tuple, order: tuple):
+    """For the dimensions in ``order`` (outermost first): the index maps of all but the last,
+    concatenated, where each one begins, and the runs of the last."""
+    outer = [_index_map(mode, in_sizes[d], start[d], out_sizes[d]) for d in order[:-1]]
+    offsets = np.cumsum([0] + [m.size for m in outer]).astype(np.int64)
+    maps = np.concatenate(outer + [np.empty(0, np.int64)])
+    maps.flags.writeable = False
+    offsets.flags.writeable = False
+    last = order[-1]
+    return (maps, offsets) + _runs(mode, in_sizes[last], start[last], out_sizes[last])
+
+
+def _pieces(mode: int, n: int):
+    """``(period, starts)``: between consecutive starts (input-relative coordinates ``x``,
+    repeated every period; period 0: not periodic) the map moves by a constant step."""
+    if mode in (CONSTANT, EDGE):
+        return 0, (0, n)
+    if n == 1:                                                  # the map is all 0
+        return 0, ()
+    if mode == WRAP:
+        return n, (0,)
+    if mode == REFLECTION:
+        return 2 * (n - 1), (0, n - 1)
+    return 2 * n, (0, n)                                        # SYMMETRIC
+
+
+def _runs(mode: int, n: int, start: int, out_size: int):
+    """One dimension's map as runs: ``first[k] <= o < first[k+1]`` reads input
+    ``source[k] + (o - first[k]) * step[k]`` (``source[k] = -1``: the value). ``first`` ends
+    with ``out_size``."""
+    index = _index_map(mode, n, start, out_size)
+    x = np.arange(out_size, dtype=np.int64) - start
+    period, starts = _pieces(mode, n)
+    begins = np.isin(np.mod(x, period) if period else x, starts)
+    begins[0] = True
+    first = np.flatnonzero(begins)
+    last = np.append(first[1:], out_size) - 1
+    step = np.where(last > first, index[np.minimum(first + 1, out_size - 1)] - index[first], 0)
+    runs = ints(np.append(first, out_size)), ints(index[first]), ints(step)
+    for a in runs:
+        a.flags.writeable = False
+    return runs
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _pad(xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first, source, step, value,
+         chunk):
+    """Fill ``ybuf`` (offset ``yoff``, strides ``ystr``, shape ``yshape``) from ``xbuf``.
+
+    ``maps[moff[d] + o]`` is the input coordinate of output coordinate ``o`` in the outer
+    dimension ``d`` (-1: ``value[0]``); the last dimension comes as the runs of ``_runs``.
+    A task is one row, or one ``chunk`` of a long row.
+
+    Every buffer index is non-negative (``flat`` puts the lowest address at 0), so it is
+    cast to ``uint64``: Numba then skips its negative-index wraparound, which otherwise keeps
+    LLVM from vectorising the copy loops (2x slower).
+    """
+    last = yshape.size - 1
+    n_last = yshape[last]
+    rows = 1
+    for d in range(last):
+        rows *= yshape[d]
+    chunks = (n_last + chunk - 1) // chunk
+    xs = xstr[last]
+    ys = ystr[last]
+    v = value[0]
+    for task in prange(rows * chunks):
+        row = task // chunks
+        c0 = (task - row * chunks) * chunk
+        c1 = min(c0 + chunk, n_last)
+        xp = xoff
+        yp = yoff
+        padded_row = False
+        r = row
+        for d in range(last - 1, -1, -1):
+            size = yshape[d]
+            o = r % size
+            r //= size
+            i = maps[moff[d] + o]
+            if i < 0:
+                padded_row = True
+            else:
+                xp += i * xstr[d]
+            yp += o * ystr[d]
+        if padded_row:
+            for o in range(c0, c1):
+                ybuf[U(yp + o * ys)] = v
+        else:
+            k = 0 if c0 == 0 else np.searchsorted(first, c0, side="right") - 1
+            while k < source.size and first[k] < c1:
+                a = max(first[k], c0)
+                b = min(first[k + 1], c1)
+                i0 = source[k]
+                if i0 < 0:                                      # PaddingValue
+                    for o in range(a, b):
+                        ybuf[U(yp + o * ys)] = v
+                elif step[k] == 0:                              # a repeated edge
+                    w = xbuf[U(xp + i0 * xs)]
+                    for o in range(a, b):
+                        ybuf[U(yp + o * ys)] = w
+                elif step[k] > 0:                               # a copy
+                    xq = xp + (i0 - first[k]) * xs       # x element of output o: xq + o * xs
+                    if xs == 1 and ys == 1:
+                        for o in range(a, b):
+                            ybuf[U(yp + o)] = xbuf[U(xq + o)]
+                    else:
+                        for o in range(a, b):
+                            ybuf[U(yp + o * ys)] = xbuf[U(xq + o * xs)]
+                else:                                           # a mirrored copy
+                    xq = xp + (i0 + first[k]) * xs       # x element of output o: xq - o * xs
+                    if xs == 1 and ys == 1:
+                        for o in range(a, b):
+                            ybuf[U(yp + o)] = xbuf[U(xq - o)]
+                    else:
+                        for o in range(a, b):
+                            ybuf[U(yp + o * ys)] = xbuf[U(xq - o * xs)]
+                k += 1
+
+
+def _order(y_shape, y_strides) -> list:
+    """Dimensions from outermost to innermost: size-1 dimensions first, then by decreasing
+    |output stride|, so that a row runs along the output's fastest dimension."""
+    return sorted(range(len(y_shape)), key=lambda d: (y_shape[d] > 1, -abs(int(y_strides[d]))))
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The same memory as unsigned integers of the same size (a view, any strides)."""
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def padding(x, y, start, mode, value):
+    """Pad ``x`` into ``y``; ``value`` is a 0-d array of ``y``'s type (CONSTANT only)."""
+    if y.size == 0:
+        return
+    if x.size == 0:              # only CONSTANT can pad an empty dimension: all value
+        y[...] = value
+        return
+    mode = int(mode)
+    start = tuple(int(s) for s in start)
+    xbuf, xoff, xstr = flat(_bits(x))
+    ybuf, yoff, ystr = flat(_bits(y))
+    xbuf = xbuf.view()
+    xbuf.flags.writeable = False             # one compiled version whether x is writable or not
+    order = _order(y.shape, ystr)
+    plan = _plan(mode, tuple(x.shape), start, tuple(y.shape), tuple(order))
+    val = _bits(np.asarray(value, dtype=y.dtype).reshape(1))
+    _pad(xbuf, xoff, xstr[order], ybuf, yoff, ystr[order], ints(y.shape)[order], *plan, val,
+         CHUNK)

@@ -1,0 +1,245 @@
+"""The compiled cpu backend against the reference backend (SPEC 5): bitwise for max pooling,
+indices, quantized pooling and the max-pooling gradient, and here bitwise for averages too
+(both sum in the same fixed order); the same bits with 1 and 2 threads; float16 conversions
+on every one of the 65,536 patterns; the on-disk cache in the user cache directory."""
+
+import importlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+numba = pytest.importorskip("numba")
+import dmlops as dml  # noqa: E402
+
+if "cpu" not in dml.backends():
+    pytest.skip("the cpu backend is not available", allow_module_level=True)
+
+from dmlops.backends.cpu import _half  # noqa: E402
+
+ALL = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+       np.uint32, np.int64, np.uint64]
+FLOATS = [np.float16, np.float32, np.float64]
+
+
+@numba.njit
+def _h2f(a):
+    out = np.empty(a.shape[0], np.float32)
+    for i in range(a.shape[0]):
+        out[i] = _half.half_to_float(a[i])
+    return out
+
+
+@numba.njit
+def _f2h(a):
+    out = np.empty(a.shape[0], np.uint16)
+    for i in range(a.shape[0]):
+        out[i] = _half.float_to_half(a[i])
+    return out
+
+
+def test_half_to_float_is_exact_on_all_patterns():
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    want = bits.view(np.float16).astype(np.float32)
+    assert np.array_equal(_h2f(bits).view(np.uint32), want.view(np.uint32))
+
+
+def test_float_to_half_round_trips_all_patterns():
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    assert np.array_equal(_f2h(bits.view(np.float16).astype(np.float32)), bits)
+
+
+def test_float_to_half_rounds_like_numpy():
+    # every float32 halfway between two float16 values, its neighbours, and random bits
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    h = h[np.isfinite(h)].astype(np.float64)
+    h.sort()
+    mids = ((h[:-1] + h[1:]) / 2).astype(np.float32)
+    rng = np.random.default_rng(7)
+    noise = rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    vals = np.concatenate([mids, np.nextafter(mids, np.float32(np.inf)),
+                           np.nextafter(mids, np.float32(-np.inf)), noise,
+                           np.array([65504, 65519.99, 65520, 1e9, -1e9, 6e-8, 2.9e-8, 3e-8],
+                                    np.float32)])
+    with np.errstate(all="ignore"):
+        want = vals.astype(np.float16).view(np.uint16)
+    assert np.array_equal(_f2h(vals), want)
+
+
+def _layout(draw, shape, dtype, data):
+    """x with a random memory layout: transposed, reversed or strided views."""
+    kind = draw(st.sampled_from(["c", "transposed", "reversed", "stepped"]))
+    if kind == "transposed":                         # channels-last memory
+        base = np.ascontiguousarray(np.moveaxis(data, 1, -1))
+        return np.moveaxis(base, -1, 1)
+    if kind == "reversed":
+        return np.ascontiguousarray(data[..., ::-1])[..., ::-1]
+    if kind == "stepped":
+        big = np.repeat(data, 2, axis=-1)
+        return big[..., ::2]
+    return data
+
+
+@st.composite
+def cases(draw, dtypes):
+    k = draw(st.integers(1, 3))
+    spatial = draw(st.lists(st.integers(1, 7), min_size=k, max_size=k))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + tuple(spatial)
+    window = tuple(draw(st.integers(1, 3)) for _ in range(k))
+    dil = tuple(draw(st.integers(1, 2)) for _ in range(k))
+    strides = tuple(draw(st.integers(1, 3)) for _ in range(k))
+    start = tuple(draw(st.integers(0, 3)) for _ in range(k))
+    end = [draw(st.integers(0, 3)) for _ in range(k)]
+    for i in range(k):      # the effective window must fit the padded input
+        need = (window[i] - 1) * dil[i] + 1 - (spatial[i] + start[i] + end[i])
+        end[i] += max(0, need)
+    sizes = dml.pooling_output_sizes(shape, window, strides=strides, start_padding=start,
+                                     end_padding=end, dilations=dil)
+    extra = tuple(draw(st.integers(0, 1)) for _ in range(k))
+    out = tuple(s + e for s, e in zip(sizes[2:], extra))
+    dtype = draw(st.sampled_from(dtypes))
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        data = rng.integers(-4, 4, shape).astype(dtype)        # ties on purpose
+        if draw(st.booleans()):
+            flat = data.reshape(-1)
+            flat[rng.integers(0, flat.size, 2)] = [np.nan, -np.inf]
+    else:
+        info = np.iinfo(dtype)
+        data = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    x = _layout(draw, shape, dtype, data)
+    kw = dict(strides=strides, start_padding=start, end_padding=tuple(end), dilations=dil)
+    return x, window, kw, out, rng
+
+
+def _same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
+        np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
+
+
+@settings(max_examples=120)
+@given(c=cases(ALL), idt=st.sampled_from([np.uint32, np.uint64, np.int64]))
+def test_max_pooling_bitwise(c, idt):
+    x, window, kw, out, _ = c
+    got = dml.max_pooling(x, window, output_sizes=out, output_indices=True, indices_dtype=idt,
+                          backend="cpu", **kw)
+    want = dml.max_pooling(x, window, output_sizes=out, output_indices=True,
+                           indices_dtype=idt, backend="reference", **kw)
+    assert _same(got[0], want[0]) and _same(got[1], want[1])
+    assert _same(dml.max_pooling(x, window, output_sizes=out, backend="cpu", **kw), want[0])
+
+
+@settings(max_examples=100)
+@given(c=cases(FLOATS), incl=st.booleans())
+def test_average_pooling_matches(c, incl):
+    x, window, kw, out, _ = c
+    got = dml.average_pooling(x, window, output_sizes=out, include_padding=incl,
+                              backend="cpu", **kw)
+    want = dml.average_pooling(x, window, output_sizes=out, include_padding=incl,
+                               backend="reference", **kw)
+    assert _same(got, want)
+
+
+@settings(max_examples=100)
+@given(c=cases(FLOATS))
+def test_max_pooling_grad_bitwise(c):
+    x, window, kw, out, rng = c
+    dy = rng.standard_normal(x.shape[:2] + out).astype(x.dtype)
+    got = dml.max_pooling_grad(x, dy, window, backend="cpu", **kw)
+    want = dml.max_pooling_grad(x, dy, window, backend="reference", **kw)
+    assert _same(got, want)
+
+
+@settings(max_examples=100)
+@given(c=cases([np.int8, np.uint8]), dout=st.sampled_from([np.int8, np.uint8]),
+       per_channel=st.booleans(), incl=st.booleans())
+def test_quantized_bitwise(c, dout, per_channel, incl):
+    x, window, kw, out, rng = c
+    C = x.shape[1]
+    shape = (1, C) + (1,) * (x.ndim - 2)
+    if per_channel:
+        s_in = (rng.random(shape) * 0.1 + 0.001).astype(np.float32)
+        s_out = (rng.random(shape) * 0.1 + 0.001).astype(np.float32)
+        zi = rng.integers(0, 100, shape).astype(x.dtype)
+        zo = rng.integers(0, 100, shape).astype(dout)
+    else:
+        s_in, s_out = float(rng.random() + 0.01), float(rng.random() * 0.1 + 0.001)
+        zi, zo = np.asarray(int(rng.integers(0, 100))).astype(x.dtype)[()], \
+            np.asarray(int(rng.integers(0, 100))).astype(dout)[()]
+    args = (x, s_in, zi, s_out, zo, window)
+    got = dml.quantized_linear_average_pooling(*args, include_padding=incl, backend="cpu", **kw)
+    want = dml.quantized_linear_average_pooling(*args, include_padding=incl,
+                                                backend="reference", **kw)
+    assert _same(got, want)
+
+
+def test_out_with_any_strides():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 9, 10)).astype(np.float32)
+    big = np.full((2, 3, 10, 15), 7.0, np.float32)
+    out = big[:, :, ::2, 1::3][:, ::-1]              # reversed channels, stepped rows/cols
+    res = dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1, out=out,
+                          backend="cpu")
+    assert res is out
+    want = dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1,
+                           backend="reference")
+    assert np.array_equal(out, want)
+    untouched = np.ones(big.shape, bool)
+    untouched[:, :, ::2, 1::3] = False
+    assert np.all(big[untouched] == 7.0)
+
+
+@pytest.mark.parametrize("op", ["max", "max_indices", "average", "grad", "quantized", "pad"])
+def test_same_bits_with_one_and_two_threads(op):
+    rng = np.random.default_rng(11)
+    x = rng.integers(-3, 3, (2, 8, 33, 35)).astype(np.float32)
+    xq = rng.integers(0, 255, (2, 8, 33, 35)).astype(np.uint8)
+    dy = rng.standard_normal((2, 8, 17, 18)).astype(np.float32)
+    kw = dict(strides=2, start_padding=1, end_padding=1)
+    calls = {
+        "max": lambda: dml.max_pooling(x, 3, backend="cpu", **kw),
+        "max_indices": lambda: dml.max_pooling(x, 3, output_indices=True, backend="cpu",
+                                               **kw)[1],
+        "average": lambda: dml.average_pooling(x, 3, backend="cpu", **kw),
+        "grad": lambda: dml.max_pooling_grad(x, dy, 3, backend="cpu", **kw),
+        "quantized": lambda: dml.quantized_linear_average_pooling(xq, 0.02, 128, 0.015, 120,
+                                                                  3, backend="cpu", **kw),
+        "pad": lambda: dml.padding(x, (0, 0, 40, 3), (0, 0, 2, 41), mode="symmetric",
+                                   backend="cpu"),
+    }
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = calls[op]()
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = calls[op]()
+    finally:
+        numba.set_num_threads(before)
+    assert _same(one, two)
+
+
+def test_cache_goes_to_the_user_cache_dir(tmp_path):
+    """A second process loads the kernels from DMLOPS_CACHE_DIR; nothing is written beside
+    the package (which may be read-only)."""
+    code = ("import numpy as np, dmlops as d; "
+            "print(d.max_pooling(np.arange(16, dtype=np.float32).reshape(1,1,4,4), 2, "
+            "backend='cpu').sum())")
+    env = dict(os.environ, DMLOPS_CACHE_DIR=str(tmp_path))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    cached = [p for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert cached, "no cache files in DMLOPS_CACHE_DIR"
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert second.returncode == 0 and second.stdout == first.stdout
+    # (dmlops.backends is the function of SPEC 5, so the subpackage is reached by name)
+    package = os.path.dirname(importlib.import_module("dmlops.backends.cpu").__file__)
+    pycache = os.path.join(package, "__pycache__")
+    beside = os.listdir(pycache) if os.path.isdir(pycache) else []
+    assert [f for f in beside if f.endswith((".nbi", ".nbc"))] == []
