@@ -144,12 +144,18 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
                     e0 = base + (jj * dk - pk) * xsk
                     step = sk * xsk
                     c = t * wk + jj
-                    for o in range(lo, hi):
-                        v = load(xb[e0 + o * step], tag)
-                        b = best[o]
-                        if (v > b) | ((v != v) & (b == b)):
-                            best[o] = v
-                            code[o] = c
+                    if want_indices:
+                        for o in range(lo, hi):
+                            v = load(xb[e0 + o * step], tag)
+                            b = best[o]
+                            if (v > b) | ((v != v) & (b == b)):
+                                best[o] = v
+                                code[o] = c
+                    else:           # values only: a plain select the compiler vectorises
+                        for o in range(lo, hi):
+                            v = load(xb[e0 + o * step], tag)
+                            b = best[o]
+                            best[o] = v if (v > b) | ((v != v) & (b == b)) else b
             yrow = yo
             irow = io
             for d in range(rank - 1):
@@ -161,7 +167,9 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
                 # separate stores, not a conditional expression: that would unify int64
                 # and uint64 to float64 and lose the UINT64 "no element" value
                 if want_values:
-                    if has[o]:
+                    if has[o] and not want_indices:     # best holds the element, bits intact
+                        yb[yrow + o * ys[rank - 1]] = store(best[o], tag, yb.dtype.type)
+                    elif has[o]:
                         yb[yrow + o * ys[rank - 1]] = xb[xrow + offs[t] + xk * xsk]
                     else:
                         yb[yrow + o * ys[rank - 1]] = empty_value
