@@ -84,10 +84,11 @@ def view(mem, shape, lay):
     return np.broadcast_to(a, shape) if any(lay["zero"]) else a
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(case=pad_cases(), dtype=st.sampled_from(O.ALL_DTYPES), seed=st.integers(0, 2**32 - 1),
-       chunk=st.sampled_from([cpu.CHUNK, 1, 2, 3, 7]), data=st.data())
-def test_kernel_matches_reference_bitwise(case, dtype, seed, chunk, data):
+       chunk=st.sampled_from([cpu.CHUNK, 1, 2, 3, 7]),
+       short=st.sampled_from([cpu.SHORT, 0, 10**9]), data=st.data())
+def test_kernel_matches_reference_bitwise(case, dtype, seed, chunk, short, data):
     mode, shape, start, end = case
     rank = len(shape)
     out_shape = tuple(n + a + b for n, a, b in zip(shape, start, end))
@@ -102,16 +103,40 @@ def test_kernel_matches_reference_bitwise(case, dtype, seed, chunk, data):
     got_mem, want_mem = big.copy(), big.copy()
     value = random_bits(seed + 2, (), dtype)
     ref.padding(x, view(want_mem, out_shape, yl), start, mode, value)
-    saved = cpu.CHUNK
-    cpu.CHUNK = chunk           # small chunks split rows into several tasks
+    saved = cpu.CHUNK, cpu.SHORT
+    # small chunks split rows into several tasks; SHORT 0: no GATHER runs, huge: all GATHER
+    cpu.CHUNK, cpu.SHORT = chunk, short
     try:
         cpu.padding(x, view(got_mem, out_shape, yl), start, mode, value)
     finally:
-        cpu.CHUNK = saved
+        cpu.CHUNK, cpu.SHORT = saved
     # the whole buffer: y's elements as the reference wrote them, the others untouched
     assert np.array_equal(O.bits(got_mem), O.bits(want_mem)), (
         np.argwhere(O.bits(got_mem) != O.bits(want_mem))[:5])
     assert np.array_equal(O.bits(xmem), O.bits(x_before))
+
+
+@settings(max_examples=200)
+@given(mode=st.sampled_from(range(5)), n=st.integers(1, 9), start=st.integers(0, 60),
+       end=st.integers(0, 60), short=st.sampled_from([cpu.SHORT, 0, 3, 10**9]))
+def test_runs_reproduce_the_reference_index_map(mode, n, start, end, short):
+    # the innermost dimension travels as runs: VALUE, REPEAT, COPY, MIRROR or GATHER
+    if mode == REFLECTION and n == 1:
+        start = end = 0
+    out = n + start + end
+    first, kind, source, lookup = cpu._runs(mode, n, start, out, short)
+    assert first[0] == 0 and first[-1] == out and (np.diff(first) > 0).all()
+    o = np.arange(out)
+    k = np.searchsorted(first, o, side="right") - 1
+    offset = o - first[k]
+    got = np.select([kind[k] == cpu.VALUE, kind[k] == cpu.REPEAT, kind[k] == cpu.COPY,
+                     kind[k] == cpu.MIRROR],
+                    [-1, source[k], source[k] + offset, source[k] - offset],
+                    lookup[o] if lookup.size else -2)
+    index, inside = ref.index_map(mode, n, start, out)
+    assert got.tolist() == np.where(inside | (mode != CONSTANT), index, -1).tolist()
+    if short > out:                      # all but PaddingValue comes from the map
+        assert set(kind.tolist()) <= {cpu.VALUE, cpu.GATHER}
 
 
 SPEC_X = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8]], np.float32)[None, None]

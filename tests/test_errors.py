@@ -739,3 +739,171 @@ def test_padding_desc_constraints():
         input_tensor=td("FLOAT32", (1, 1, 3, 3)), output_tensor=td("FLOAT32", (1, 1, 5, 5)),
         padding_mode="MIRROR", padding_value=0.0, start_padding=(0, 0, 1, 1),
         end_padding=(0, 0, 1, 1))), [], ["PADDING", "MIRROR"])
+
+
+# --- the feature-level support tables of SPEC 1.3 / 3, checked exhaustively ---------------
+
+LEVEL_VALUES = [0x1000, 0x2000, 0x2100, 0x3000, 0x3100, 0x4000, 0x4100, 0x5000, 0x5100,
+                0x5200, 0x6000, 0x6100, 0x6200, 0x6300, 0x6400, None]
+ALL11 = ["FLOAT32", "FLOAT16", "UINT32", "UINT16", "UINT8", "INT32", "INT16", "INT8",
+         "FLOAT64", "UINT64", "INT64"]
+F16_32 = {"FLOAT32", "FLOAT16"}
+FL50 = F16_32 | {"INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8"}
+
+
+def since(level, v):
+    return level is None or level >= v
+
+
+def allowed(op, level, dt, rank):
+    """SPEC 3's tables (None = extended mode: 6.4 plus the extensions of SPEC 1.3)."""
+    ext = level is None
+    pool_ranks = set(range(3, 9)) if ext else {4, 5}
+    if op in ("AVERAGE_POOLING", "AVERAGE_POOLING1"):
+        first = 0x1000 if op == "AVERAGE_POOLING" else 0x6200
+        types = F16_32 | ({"FLOAT64"} if ext else set())
+        return since(level, first) and dt in types and rank in pool_ranks
+    if op in ("MAX_POOLING", "MAX_POOLING1", "MAX_POOLING2"):
+        first = {"MAX_POOLING": 0x1000, "MAX_POOLING1": 0x2000, "MAX_POOLING2": 0x2100}[op]
+        if ext:
+            types = FL50 | {"FLOAT64"}
+        elif level >= 0x5000:
+            types = FL50
+        elif level >= 0x3000:
+            types = F16_32 | {"INT8", "UINT8"}
+        else:
+            types = F16_32
+        return since(level, first) and dt in types and rank in pool_ranks
+    if op == "MAX_POOLING_GRAD":
+        ranks = pool_ranks if ext else ({4, 5} if level >= 0x4000 else {4})
+        types = F16_32 | ({"FLOAT64"} if ext else set())
+        return since(level, 0x3000) and dt in types and rank in ranks
+    if op in ("PADDING", "PADDING1"):
+        if op == "PADDING1" and not since(level, 0x5000):
+            return False
+        if ext or level >= 0x5000:
+            types = set(ALL11)
+        elif level >= 0x2100:
+            types = F16_32 | {"INT32", "INT16", "INT8", "UINT32", "UINT16", "UINT8"}
+        else:
+            types = F16_32
+        ranks = set(range(1, 9)) if ext or level >= 0x3100 else {4, 5}
+        return dt in types and rank in ranks
+    if op == "QUANTIZED_LINEAR_AVERAGE_POOLING":
+        return since(level, 0x6200) and dt in {"INT8", "UINT8"} and rank in pool_ranks
+    raise AssertionError(op)
+
+
+def build(op, dt, rank):
+    shape = tuple([1, 2] + [2] * (rank - 2))
+    t = td(dt, shape)
+    k = rank - 2
+    pool = dict(strides=(1,) * k, window_size=(1,) * k, start_padding=(0,) * k,
+                end_padding=(0,) * k)
+    if op == "AVERAGE_POOLING":
+        return dml.AveragePoolingDesc(input_tensor=t, output_tensor=t, include_padding=False,
+                                      **pool)
+    if op == "AVERAGE_POOLING1":
+        return dml.AveragePooling1Desc(input_tensor=t, output_tensor=t, include_padding=False,
+                                       dilations=(1,) * k, **pool)
+    if op == "MAX_POOLING":
+        return dml.MaxPoolingDesc(input_tensor=t, output_tensor=t, **pool)
+    if op == "MAX_POOLING1":
+        return dml.MaxPooling1Desc(input_tensor=t, output_tensor=t, **pool)
+    if op == "MAX_POOLING2":
+        return dml.MaxPooling2Desc(input_tensor=t, output_tensor=t, dilations=(1,) * k, **pool)
+    if op == "MAX_POOLING_GRAD":
+        return dml.MaxPoolingGradDesc(input_tensor=t, input_gradient_tensor=t,
+                                      output_gradient_tensor=t, dilations=(1,) * k, **pool)
+    if op == "QUANTIZED_LINEAR_AVERAGE_POOLING":
+        one = td("FLOAT32", (1,) * rank)
+        return dml.QuantizedLinearAveragePoolingDesc(
+            input_tensor=t, input_scale_tensor=one, output_scale_tensor=one, output_tensor=t,
+            dilations=(1,) * k, include_padding=False, **pool)
+    shape = tuple(range(1, rank + 1))
+    t = td(dt, shape)
+    kw = dict(input_tensor=t, output_tensor=t, padding_mode="CONSTANT", padding_value=0,
+              start_padding=(0,) * rank, end_padding=(0,) * rank)
+    if op == "PADDING":
+        return dml.PaddingDesc(**kw)
+    return dml.Padding1Desc(padding_value_data_type=dt, **kw)
+
+
+POOL_OPS = ["AVERAGE_POOLING", "AVERAGE_POOLING1", "MAX_POOLING", "MAX_POOLING1",
+            "MAX_POOLING2", "MAX_POOLING_GRAD", "QUANTIZED_LINEAR_AVERAGE_POOLING"]
+
+
+@pytest.mark.parametrize("op", POOL_OPS + ["PADDING", "PADDING1"])
+def test_feature_level_support_matrix(op):
+    # SPEC 5: "An operator, mode, type or rank that the target feature level lacks ... is an
+    # UnsupportedError". Every level x data type x rank, against SPEC 3's tables.
+    ranks = [3, 4, 5, 6, 8] if op in POOL_OPS else [1, 2, 3, 4, 5, 6, 8]
+    wrong = []
+    for level in LEVEL_VALUES:
+        for dt in ALL11:
+            for rank in ranks:
+                desc = build(op, dt, rank)
+                try:
+                    dml.compile_operator(desc, feature_level=level, backend="reference")
+                    ok = True
+                except dml.UnsupportedError:
+                    ok = False
+                if ok != allowed(op, level, dt, rank):
+                    wrong.append((None if level is None else hex(level), dt, rank, ok))
+    assert not wrong, f"{op}: (level, type, rank, accepted) disagreeing with SPEC 3: {wrong}"
+
+
+@pytest.mark.parametrize("op", ["MAX_POOLING1", "MAX_POOLING2"])
+def test_feature_level_index_types(op):
+    # SPEC 3.4: "Indices: UINT32 (FL 2.0), UINT32 or UINT64 (FL 5.0) (extended: INT64)".
+    wrong = []
+    for level in LEVEL_VALUES:
+        for it in ALL11:
+            t = td("FLOAT32", (1, 1, 2, 2))
+            kw = dict(input_tensor=t, output_tensor=t,
+                      output_indices_tensor=td(it, (1, 1, 2, 2)), strides=(1, 1),
+                      window_size=(1, 1), start_padding=(0, 0), end_padding=(0, 0))
+            if op == "MAX_POOLING2":
+                kw["dilations"] = (1, 1)
+            desc = getattr(dml, "MaxPooling1Desc" if op == "MAX_POOLING1" else
+                           "MaxPooling2Desc")(**kw)
+            try:
+                dml.compile_operator(desc, feature_level=level, backend="reference")
+                ok = True
+            except dml.UnsupportedError:
+                ok = False
+            first = 0x2000 if op == "MAX_POOLING1" else 0x2100
+            types = {"UINT32"}
+            if level is None or level >= 0x5000:
+                types.add("UINT64")
+            if level is None:
+                types.add("INT64")
+            want = since(level, first) and it in types
+            if ok != want:
+                wrong.append((None if level is None else hex(level), it, ok))
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("op", ["PADDING", "PADDING1"])
+def test_feature_level_padding_modes(op):
+    # SPEC 3.9: CONSTANT/EDGE/REFLECTION from the operator's level, SYMMETRIC from FL 3.0,
+    # WRAP from FL 6.4.
+    first_mode = {"CONSTANT": 0x1000, "EDGE": 0x1000, "REFLECTION": 0x1000,
+                  "SYMMETRIC": 0x3000, "WRAP": 0x6400}
+    wrong = []
+    for level in LEVEL_VALUES:
+        for mode, first in first_mode.items():
+            t = td("FLOAT32", (1, 1, 2, 2))
+            kw = dict(input_tensor=t, output_tensor=t, padding_mode=mode, padding_value=0.0,
+                      start_padding=(0,) * 4, end_padding=(0,) * 4)
+            desc = dml.PaddingDesc(**kw) if op == "PADDING" else dml.Padding1Desc(
+                padding_value_data_type="FLOAT32", **kw)
+            try:
+                dml.compile_operator(desc, feature_level=level, backend="reference")
+                ok = True
+            except dml.UnsupportedError:
+                ok = False
+            want = since(level, first) and since(level, 0x5000 if op == "PADDING1" else 0)
+            if ok != want:
+                wrong.append((None if level is None else hex(level), mode, ok))
+    assert not wrong, wrong

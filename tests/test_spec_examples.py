@@ -313,7 +313,8 @@ def test_quantized_per_channel_by_hand():
     # -> 6 -> 106.
     x = np.tile(np.array([[1, 2], [3, 4]], np.uint8), (1, 2, 1, 1))
     q = dml.quantized_linear_average_pooling(
-        x, np.array([1, 2], F32).reshape(1, 2, 1, 1), np.array([0, 1], np.uint8).reshape(1, 2, 1, 1),
+        x, np.array([1, 2], F32).reshape(1, 2, 1, 1),
+        np.array([0, 1], np.uint8).reshape(1, 2, 1, 1),
         np.array([1, 0.5], F32).reshape(1, 2, 1, 1),
         np.array([0, 100], np.uint8).reshape(1, 2, 1, 1), 2)
     assert_same(q, np.array([2, 106]).reshape(1, 2, 1, 1), np.uint8)
@@ -407,7 +408,7 @@ def test_padding1_examples_desc(mode):
                             padding_mode=getattr(dml.PaddingMode, mode.upper()),
                             padding_value_data_type="FLOAT32", padding_value=9.0,
                             start_padding=PAD_START, end_padding=PAD_END, dimension_count=4)
-    level = "5.0" if PAD_MODE_LEVEL[mode] < "5.0" else PAD_MODE_LEVEL[mode]
+    level = max(PAD_MODE_LEVEL[mode], "5.0", key=float)    # PADDING1 is FL 5.0
     for lv in (level, None):
         out = dml.compile_operator(desc, feature_level=lv).execute(input_tensor=PAD_X.astype(F32))
         assert_same(out["output_tensor"], want, F32)

@@ -111,8 +111,8 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     dxb, dxo, dxs = flat(dx)
     acc = np.float64 if x.dtype == np.float64 else np.float32
     _k.max_grad_kernel(dyb, dyo, dys, ints(dy.shape), arg.reshape(-1), ints(x.shape),
-                       _pitch(x.shape), dxb, dxo, dxs, *_window(window, strides, start, dilations),
-                       tag_for(x.dtype), np.zeros(1, acc))
+                       dxb, dxo, dxs, tag_for(x.dtype), np.zeros(1, acc),
+                       dy.flags.c_contiguous, dx.flags.c_contiguous)
 
 
 WARMUP_TYPES = {

@@ -23,9 +23,21 @@ def flat(a: np.ndarray):
     lowest = a[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in steps)]
     offset = sum((n - 1) * -s for n, s in zip(a.shape, steps) if s < 0)
     span = sum((n - 1) * abs(s) for n, s in zip(a.shape, steps)) + 1
-    buf = np.lib.stride_tricks.as_strided(lowest, shape=(span,), strides=(item,),
-                                          writeable=a.flags.writeable)
+    # Built from the array interface rather than as_strided so that a read-only input is
+    # typed like a writable one: Numba would otherwise compile every kernel a second time for
+    # read-only arrays. Kernels never write their inputs.
+    interface = {"shape": (span,), "strides": (item,), "typestr": lowest.dtype.str,
+                 "data": (lowest.__array_interface__["data"][0], False), "version": 3}
+    buf = np.asarray(_Memory(interface, lowest))
     return buf, offset, np.array(steps, dtype=np.int64)
+
+
+class _Memory:
+    """Exposes a raw array interface; holds ``base`` so the memory outlives the view."""
+
+    def __init__(self, interface, base):
+        self.__array_interface__ = interface
+        self.base = base
 
 
 def ints(values) -> np.ndarray:

@@ -48,7 +48,7 @@ def _out_range(j, size, out_size, stride, pad, dilation):
     return lo, max(hi, lo)
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _decode(r, sizes, first, last, coords):
     """Row number ``r`` -> ``coords[first:last]`` over ``sizes`` (row-major)."""
     for d in range(last - 1, first - 1, -1):
@@ -56,7 +56,7 @@ def _decode(r, sizes, first, last, coords):
         r //= sizes[d]
 
 
-@njit(**_OPTS)
+@njit(inline="always", **_OPTS)
 def _outer(coords, insz, xs, win, strd, pad, dil, pitch, offs, flats, scratch):
     """List the real outer-window elements of a row: element offsets and flat-index parts,
     row-major over the outer spatial offsets. Returns how many."""
@@ -76,7 +76,8 @@ def _outer(coords, insz, xs, win, strd, pad, dil, pitch, offs, flats, scratch):
         offs[0] = 0
         flats[0] = 0
         return 1
-    j = lo.copy()
+    j = scratch[2]
+    j[:] = lo
     for t in range(count):
         off = 0
         flat = 0
@@ -96,64 +97,95 @@ def _outer(coords, insz, xs, win, strd, pad, dil, pitch, offs, flats, scratch):
     return count
 
 
-def _row_setup_doc():  # pragma: no cover - documentation anchor for the argument lists
-    """Kernel arguments: ``xb, xo, xs`` input buffer/offset/strides, ``insz`` input sizes,
-    ``yb, yo, ys`` output, ``outsz`` output sizes, ``win, strd, pad, dil`` window (int64
-    arrays over the spatial dimensions), ``pitch`` logical row-major strides of the input."""
+@njit(**_OPTS)
+def _last_dim(insz, outsz, win, strd, pad, dil):
+    """What every row shares along the last dimension: for each window offset ``j`` the
+    output range ``[lo[j], hi[j])`` whose element is real, and for each output the first
+    such offset (-1: none). Computed once per call, so rows do no divisions."""
+    rank = insz.shape[0]
+    k = rank - 2
+    wk, olast = win[k - 1], outsz[rank - 1]
+    lo = np.empty(wk, np.int64)
+    hi = np.empty(wk, np.int64)
+    first = np.full(olast, -1, np.int64)
+    for j in range(wk - 1, -1, -1):
+        a, b = _out_range(j, insz[rank - 1], olast, strd[k - 1], pad[k - 1], dil[k - 1])
+        lo[j] = a
+        hi[j] = b
+        for o in range(a, b):
+            first[o] = j
+    return lo, hi, first
+
+
+@njit(**_OPTS)
+def _rows(outsz, win):
+    """Rows (every output dimension but the last), outer window size, and the chunks the
+    rows are shared out in (a chunk's scratch is allocated once)."""
+    rank = outsz.shape[0]
+    rows = 1
+    for d in range(rank - 1):
+        rows *= outsz[d]
+    nouter = 1
+    for i in range(win.shape[0] - 1):
+        nouter *= win[i]
+    return rows, nouter, min(rows, 4096)
 
 
 @njit(parallel=True, **_OPTS)
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
                     dil, tag, empty_value, empty_index, want_values, want_indices):
+    """Arguments: ``xb, xo, xs`` input buffer, offset of element 0 and element strides;
+    ``insz`` input sizes; ``pitch`` the input's logical row-major strides (flat indices);
+    ``yb/yo/ys`` and ``ib/io/ist`` the value and index outputs likewise; ``outsz`` output
+    sizes; ``win, strd, pad, dil`` the window over the spatial dimensions."""
     rank = insz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
     wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
-    size_k, xsk = insz[rank - 1], xs[rank - 1]
-    rows = 1
-    for d in range(rank - 1):
-        rows *= outsz[d]
-    nouter = 1
-    for i in range(k - 1):
-        nouter *= win[i]
-    chunks = min(rows, 1024)
+    xsk, ysk, isk = xs[rank - 1], ys[rank - 1], ist[rank - 1]
+    jlo, jhi, jfirst = _last_dim(insz, outsz, win, strd, pad, dil)
+    rows, nouter, chunks = _rows(outsz, win)
     for chunk in prange(chunks):
         coords = np.empty(rank, np.int64)
-        scratch = np.empty((2, k), np.int64)
+        scratch = np.empty((3, k), np.int64)
         offs = np.empty(nouter, np.int64)
         flats = np.empty(nouter, np.int64)
         best = value_array(olast, xb, tag)
-        code = np.empty(olast, np.int64)     # winner: outer combination * wk + last offset
-        has = np.empty(olast, np.bool_)
+        wt = np.zeros(olast, np.int64)       # the winner: outer combination and last offset
+        wj = np.zeros(olast, np.int64)
         for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
             _decode(r, outsz, 0, rank - 1, coords)
             xrow = xo + coords[0] * xs[0] + coords[1] * xs[1]
             frow = (coords[0] * insz[1] + coords[1]) * pitch[1]
             count = _outer(coords, insz, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
-            # the first real element of each window (outer combination 0) starts it off
-            for o in range(olast):
-                lo, hi = _valid_range(o * sk - pk, dk, size_k, wk)
-                has[o] = count > 0 and lo < hi
-                if has[o]:
-                    best[o] = load(xb[xrow + offs[0] + (o * sk + lo * dk - pk) * xsk], tag)
-                    code[o] = lo
+            if count > 0:       # each window starts from its first real element
+                base = xrow + offs[0]
+                for o in range(olast):
+                    j = jfirst[o]
+                    if j >= 0:
+                        best[o] = load(xb[base + (o * sk + j * dk - pk) * xsk], tag)
+                    wt[o] = 0
+                    wj[o] = max(j, 0)
             for t in range(count):
                 base = xrow + offs[t]
                 for jj in range(wk):
-                    lo, hi = _out_range(jj, size_k, olast, sk, pk, dk)
                     e0 = base + (jj * dk - pk) * xsk
                     step = sk * xsk
-                    c = t * wk + jj
+                    # unsigned indices: Numba's wraparound of negative (signed) indices
+                    # would keep these loops from being vectorised; all are >= 0 here
+                    u0, ustep = np.uint64(e0), np.uint64(step)
+                    ulo, uhi = np.uint64(jlo[jj]), np.uint64(jhi[jj])
                     if want_indices:
-                        for o in range(lo, hi):
-                            v = load(xb[e0 + o * step], tag)
+                        for o in range(ulo, uhi):
+                            v = load(xb[u0 + o * ustep], tag)
                             b = best[o]
                             if (v > b) | ((v != v) & (b == b)):
                                 best[o] = v
-                                code[o] = c
+                                wt[o] = t
+                                wj[o] = jj
                     else:           # values only: a plain select the compiler vectorises
-                        for o in range(lo, hi):
-                            v = load(xb[e0 + o * step], tag)
+                        for o in range(ulo, uhi):
+                            v = load(xb[u0 + o * ustep], tag)
                             b = best[o]
                             best[o] = v if (v > b) | ((v != v) & (b == b)) else b
             yrow = yo
@@ -162,22 +194,22 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
                 yrow += coords[d] * ys[d]
                 irow += coords[d] * ist[d]
             for o in range(olast):
-                t = code[o] // wk
-                xk = o * sk + (code[o] % wk) * dk - pk
+                real = count > 0 and jfirst[o] >= 0
+                xk = o * sk + wj[o] * dk - pk
                 # separate stores, not a conditional expression: that would unify int64
                 # and uint64 to float64 and lose the UINT64 "no element" value
                 if want_values:
-                    if has[o] and not want_indices:     # best holds the element, bits intact
-                        yb[yrow + o * ys[rank - 1]] = store(best[o], tag, yb.dtype.type)
-                    elif has[o]:
-                        yb[yrow + o * ys[rank - 1]] = xb[xrow + offs[t] + xk * xsk]
+                    if real and not want_indices:       # best holds the element, bits intact
+                        yb[yrow + o * ysk] = store(best[o], tag, yb.dtype.type)
+                    elif real:
+                        yb[yrow + o * ysk] = xb[xrow + offs[wt[o]] + xk * xsk]
                     else:
-                        yb[yrow + o * ys[rank - 1]] = empty_value
+                        yb[yrow + o * ysk] = empty_value
                 if want_indices:
-                    if has[o]:
-                        ib[irow + o * ist[rank - 1]] = frow + flats[t] + xk
+                    if real:
+                        ib[irow + o * isk] = frow + flats[wt[o]] + xk
                     else:
-                        ib[irow + o * ist[rank - 1]] = empty_index
+                        ib[irow + o * isk] = empty_index
 
 
 @njit(parallel=True, **_OPTS)
@@ -193,17 +225,12 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
     k = rank - 2
     olast = outsz[rank - 1]
     wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
-    size_k, xsk = insz[rank - 1], xs[rank - 1]
-    rows = 1
-    for d in range(rank - 1):
-        rows *= outsz[d]
-    nouter = 1
-    for i in range(k - 1):
-        nouter *= win[i]
-    chunks = min(rows, 1024)
+    xsk, ysk = xs[rank - 1], ys[rank - 1]
+    jlo, jhi, _ = _last_dim(insz, outsz, win, strd, pad, dil)
+    rows, nouter, chunks = _rows(outsz, win)
     for chunk in prange(chunks):
         coords = np.empty(rank, np.int64)
-        scratch = np.empty((2, k), np.int64)
+        scratch = np.empty((3, k), np.int64)
         offs = np.empty(nouter, np.int64)
         flats = np.empty(nouter, np.int64)
         acc = np.empty(olast, acc_proto.dtype)
@@ -217,34 +244,38 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
             for t in range(count):
                 base = xrow + offs[t]
                 for jj in range(wk):
-                    lo, hi = _out_range(jj, size_k, olast, sk, pk, dk)
                     e0 = base + (jj * dk - pk) * xsk
                     step = sk * xsk
-                    for o in range(lo, hi):
-                        if quantized:
-                            acc[o] += np.int64(xb[e0 + o * step]) - zp
-                        else:
-                            acc[o] += load(xb[e0 + o * step], tag)
+                    u0, ustep = np.uint64(e0), np.uint64(step)     # (see max_pool_kernel)
+                    ulo, uhi = np.uint64(jlo[jj]), np.uint64(jhi[jj])
+                    if quantized:
+                        for o in range(ulo, uhi):
+                            acc[o] += np.int64(xb[u0 + o * ustep]) - zp
+                    else:
+                        for o in range(ulo, uhi):
+                            acc[o] += load(xb[u0 + o * ustep], tag)
             outer_div = 1
             for i in range(k - 1):
                 outer_div *= counts[cstart[i] + coords[2 + i]]
             yrow = yo
             for d in range(rank - 1):
                 yrow += coords[d] * ys[d]
+            if quantized:
+                zq = zp_out[c if zp_out.shape[0] > 1 else 0]
+                s_in = scale_in[c if scale_in.shape[0] > 1 else 0]
+                s_out = scale_out[c if scale_out.shape[0] > 1 else 0]
             for o in range(olast):
                 div = outer_div * counts[cstart[k - 1] + o]
-                e = yrow + o * ys[rank - 1]
+                e = yrow + o * ysk
                 if quantized:
-                    zq = zp_out[c if zp_out.shape[0] > 1 else 0]
                     if div == 0:
                         yb[e] = zq
                     else:
-                        q = np.float32(acc[o]) * scale_in[c if scale_in.shape[0] > 1 else 0]
+                        q = np.float32(acc[o]) * s_in
                         q = q / np.float32(div)
-                        q = q / scale_out[c if scale_out.shape[0] > 1 else 0]
+                        q = q / s_out
                         v = np.float64(np.rint(q)) + zq
-                        v = min(max(v, qlo), qhi)
-                        yb[e] = v
+                        yb[e] = min(max(v, qlo), qhi)
                 elif div == 0:
                     yb[e] = store(acc_proto[0], tag, yb.dtype.type)    # +0.0
                 else:
@@ -252,115 +283,52 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
 
 
 @njit(parallel=True, **_OPTS)
-def max_grad_kernel(dyb, dyo, dys, outsz, argb, insz, pitch, dxb, dxo, dxs, win, strd, pad,
-                    dil, tag, acc_proto):
-    """Gather, per input element, the gradients of the windows that chose it, in ascending
-    forward-output order (no atomics, so any thread count gives the same bits).
-    ``argb`` holds each output's chosen flat input index (-1: none), C-contiguous."""
+def max_grad_kernel(dyb, dyo, dys, outsz, argb, insz, dxb, dxo, dxs, tag, acc_proto,
+                    dy_packed, dx_packed):
+    """Scatter each window's gradient to its chosen element, one (n, c) plane per task.
+
+    Every input element belongs to one plane and only that plane's outputs choose it, so a
+    plane's scatter, run in ascending flat output order by one thread, adds each element's
+    contributions in exactly the SPEC's order: no atomics, the same bits for any thread
+    count. ``argb`` holds each output's chosen flat input index (-1: none), C-contiguous;
+    sums run in ``acc_proto``'s type from +0.0 and are rounded once at the end.
+    ``dy_packed`` / ``dx_packed``: that array is C-contiguous (offsets need no decoding).
+    """
     rank = insz.shape[0]
-    k = rank - 2
-    rows = 1
-    for d in range(rank - 1):
-        rows *= insz[d]
-    size_k = insz[rank - 1]
-    wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
-    opitch = np.empty(rank, np.int64)
-    acc_o = 1
-    for d in range(rank - 1, -1, -1):
-        opitch[d] = acc_o
-        acc_o *= outsz[d]
-    nouter = 1
-    for i in range(k - 1):
-        nouter *= win[i]
-    chunks = min(rows, 1024)
-    for chunk in prange(chunks):
-        coords = np.empty(rank, np.int64)
-        cand = np.empty(max(nouter, 1), np.int64)    # outer candidate outputs (flat part)
-        odo = np.empty((3, k), np.int64)
-        for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
-            _decode(r, insz, 0, rank - 1, coords)
-            # outer candidates: per dimension the outputs o with o*s + j*d - p = x, ascending o
-            ncand = 1
-            for i in range(k - 1):
-                x = coords[2 + i]
-                first, n = _candidates(x, win[i], strd[i], pad[i], dil[i], outsz[2 + i])
-                odo[0, i] = first
-                odo[1, i] = n
-                odo[2, i] = 0
-                ncand *= n
-            nbase = (coords[0] * outsz[1] + coords[1]) * opitch[1]
-            for t in range(ncand):
-                flat_o = nbase
-                for i in range(k - 1):
-                    o = odo[0, i] + odo[2, i] * _cand_step(win[i], strd[i], dil[i])
-                    flat_o += o * opitch[2 + i]
-                cand[t] = flat_o
-                i = k - 2
-                while i >= 0:
-                    odo[2, i] += 1
-                    if odo[2, i] < odo[1, i]:
-                        break
-                    odo[2, i] = 0
-                    i -= 1
-            frow = 0
-            for d in range(rank - 1):
-                frow += coords[d] * pitch[d]
-            dxrow = dxo
-            for d in range(rank - 1):
-                dxrow += coords[d] * dxs[d]
-            step_o = _cand_step(wk, sk, dk)
-            for xk in range(size_k):
-                first, n = _candidates(xk, wk, sk, pk, dk, outsz[rank - 1])
-                me = frow + xk
-                total = acc_proto[0]                  # +0.0 of the accumulation type
-                for t in range(ncand):
-                    for m in range(n):
-                        fo = cand[t] + first + m * step_o
-                        if argb[fo] == me:
-                            o_rest = fo - nbase
-                            total += load(dyb[_dy_offset(o_rest, nbase, coords, outsz,
-                                                         opitch, dyo, dys)], tag)
-                dxb[dxrow + xk * dxs[rank - 1]] = store(total, tag, dxb.dtype.type)
-
-
-@njit(**_OPTS)
-def _candidates(x, window, stride, pad, dilation, out_size):
-    """Outputs ``o`` (ascending) with ``o*stride + j*dilation - pad == x`` for a window
-    offset ``j``: ``(first, count)``, consecutive candidates ``_cand_step`` apart."""
-    # o*stride = x + pad - j*dilation; j runs down as o runs up
-    first = -1
-    count = 0
-    step = _cand_step(window, stride, dilation)
-    for j in range(window - 1, -1, -1):
-        num = x + pad - j * dilation
-        if num < 0 or num % stride != 0:
-            continue
-        o = num // stride
-        if o >= out_size:
-            break
-        if first < 0:
-            first = o
-        count = (o - first) // step + 1
-    if first < 0:
-        return 0, 0
-    return first, count
-
-
-@njit(**_OPTS)
-def _cand_step(window, stride, dilation):
-    """Distance between consecutive candidate outputs: lcm(stride, dilation) / stride."""
-    a, b = stride, dilation
-    while b:
-        a, b = b, a % b
-    return dilation // a
-
-
-@njit(**_OPTS)
-def _dy_offset(o_rest, nbase, coords, outsz, opitch, dyo, dys):
-    rank = outsz.shape[0]
-    off = dyo + coords[0] * dys[0] + coords[1] * dys[1]
+    planes = insz[0] * insz[1]
+    in_plane = 1
+    out_plane = 1
     for d in range(2, rank):
-        q = o_rest // opitch[d]
-        o_rest -= q * opitch[d]
-        off += q * dys[d]
-    return off
+        in_plane *= insz[d]
+        out_plane *= outsz[d]
+    for p in prange(planes):
+        n = p // insz[1]
+        c = p - n * insz[1]
+        acc = np.zeros(in_plane, acc_proto.dtype)
+        icoords = np.empty(rank, np.int64)
+        first = p * in_plane
+        for q in range(out_plane):
+            chosen = argb[p * out_plane + q]
+            if chosen >= 0 and dy_packed:
+                acc[chosen - first] += load(dyb[dyo + p * out_plane + q], tag)
+            elif chosen >= 0:
+                rest = q
+                e = dyo + n * dys[0] + c * dys[1]
+                for d in range(rank - 1, 1, -1):
+                    icoords[d] = rest % outsz[d]
+                    rest //= outsz[d]
+                for d in range(2, rank):
+                    e += icoords[d] * dys[d]
+                acc[chosen - first] += load(dyb[e], tag)
+        base = dxo + n * dxs[0] + c * dxs[1]
+        if dx_packed:
+            for i in range(in_plane):
+                dxb[dxo + first + i] = store(acc[i], tag, dxb.dtype.type)
+            continue
+        for i in range(in_plane):
+            rest = i
+            e = base
+            for d in range(rank - 1, 1, -1):
+                e += (rest % insz[d]) * dxs[d]
+                rest //= insz[d]
+            dxb[e] = store(acc[i], tag, dxb.dtype.type)
