@@ -557,21 +557,28 @@ def _tensor_type(obj: dict, path: str):
                                                  f"exist")
 
 
+def _flag_names(value, path: str, kind: str, known):
+    """A DirectML flag name or a list of them (prefix optional, any case), each checked
+    against ``known``; yields the bare names."""
+    items = value if isinstance(value, list) else [value]
+    for i, v in enumerate(items):
+        where = _item(path, i) if isinstance(value, list) else path
+        text = _str(v, where, f"DML_{kind}_FLAG names")
+        name = text.strip().upper()
+        for prefix in (f"DML_{kind}_FLAGS_", f"DML_{kind}_FLAG_"):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+        if name not in known:
+            raise ModelError(where, f"{text!r} is not a DML_{kind}_FLAG; expected one of "
+                                    f"{', '.join(sorted(known))}")
+        yield name
+
+
 def _flags(value, path: str) -> int:
     if _is_int(value):
         return _uint(value, path, maximum=2**32 - 1)
-    items = value if isinstance(value, list) else [value]
     out = 0
-    for i, v in enumerate(items):
-        where = _item(path, i) if isinstance(value, list) else path
-        text = _str(v, where, "DML_TENSOR_FLAG names")
-        name = text.strip().upper()
-        for prefix in ("DML_TENSOR_FLAGS_", "DML_TENSOR_FLAG_"):
-            if name.startswith(prefix):
-                name = name[len(prefix):]
-        if name not in _FLAG_NAMES:
-            raise ModelError(where, f"{text!r} is not a DML_TENSOR_FLAG; expected NONE or "
-                                    f"OWNED_BY_DML")
+    for name in _flag_names(value, path, "TENSOR", _FLAG_NAMES):
         out |= _FLAG_NAMES[name]
     return out
 
@@ -735,17 +742,8 @@ _KNOWN_FIELDS = _UINT_ARRAYS | _UINTS | _BOOLS | _FLOATS | {
 
 
 def _execution_flags(value, path: str):
-    items = value if isinstance(value, list) else [value]
-    for i, v in enumerate(items):
-        where = _item(path, i) if isinstance(value, list) else path
-        text = _str(v, where, "DML_EXECUTION_FLAG names")
-        name = text.strip().upper()
-        for prefix in ("DML_EXECUTION_FLAGS_", "DML_EXECUTION_FLAG_"):
-            if name.startswith(prefix):
-                name = name[len(prefix):]
-        if name not in _EXEC_FLAGS:
-            raise ModelError(where, f"{text!r} is not a DML_EXECUTION_FLAG; expected one of "
-                                    f"{', '.join(sorted(_EXEC_FLAGS))}")
+    for _ in _flag_names(value, path, "EXECUTION", _EXEC_FLAGS):
+        pass
 
 
 class _ErrorMapper:
