@@ -13,7 +13,6 @@ import numpy as np
 
 from ._args import check_rank, check_type, operator_row, spatial
 from .dtypes import DataType
-from .errors import Names
 from .window import Window, check_fits, check_output_size, check_window_values, floor_size
 
 INDEX_LIMIT_32 = 2**32 - 1
