@@ -26,7 +26,32 @@ def _window(window, strides, start, dilations):
     return ints(window), ints(strides), ints(start), ints(dilations)
 
 
+def _channels_last(x):
+    """Whether to run with the channels innermost: when C is the input's smallest memory
+    stride (channels-last data), pooling is re-cast as (N, 1, S1..Sk, C) with a unit window
+    over C, so the inner loops read contiguous channels instead of striding over them."""
+    spatial = [abs(s) for s, n in zip(x.strides[2:], x.shape[2:]) if n > 1]
+    return x.shape[1] > 1 and bool(spatial) and abs(x.strides[1]) < min(spatial)
+
+
+def _to_channels_last(a):
+    """(N, C, S...) -> the view (N, 1, S..., C)."""
+    return np.moveaxis(a, 1, -1)[:, None]
+
+
+def _window_cl(window, strides, start, end, dilations):
+    return (tuple(window) + (1,), tuple(strides) + (1,), tuple(start) + (0,),
+            tuple(end) + (0,), tuple(dilations) + (1,))
+
+
 def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+    pitch = _pitch(x.shape)
+    if _channels_last(x):
+        window, strides, start, _, dilations = _window_cl(window, strides, start, start,
+                                                          dilations)
+        pitch = ints([pitch[0], 0] + list(pitch[2:]) + [pitch[1]])
+        x, y = _to_channels_last(x), _to_channels_last(y)
+        indices = None if indices is None else _to_channels_last(indices)
     xb, xo, xs = flat(x)
     yb, yo, ys = flat(y)
     if indices is not None:
@@ -41,7 +66,7 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     else:
         empty = np.iinfo(x.dtype).min
     empty = np.array(empty).astype(xb.dtype)[()]
-    _k.max_pool_kernel(xb, xo, xs, ints(x.shape), _pitch(x.shape), yb, yo, ys, ib, io, ist,
+    _k.max_pool_kernel(xb, xo, xs, ints(x.shape), pitch, yb, yo, ys, ib, io, ist,
                        ints(y.shape), *_window(window, strides, start, dilations),
                        tag_for(x.dtype), empty, empty_idx, True, indices is not None)
 
@@ -94,6 +119,10 @@ def _range(dtype):
 
 def average_pooling(x, y, window, strides, start, end, dilations, include_padding):
     acc = np.float64 if x.dtype == np.float64 else np.float32
+    if _channels_last(x):
+        window, strides, start, end, dilations = _window_cl(window, strides, start, end,
+                                                            dilations)
+        x, y = _to_channels_last(x), _to_channels_last(y)
     _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc, _NO_QUANT)
 
 

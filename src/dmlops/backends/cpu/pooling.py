@@ -135,14 +135,15 @@ def _rows(outsz, win):
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
                     dil, tag, empty_value, empty_index, want_values, want_indices):
     """Arguments: ``xb, xo, xs`` input buffer, offset of element 0 and element strides;
-    ``insz`` input sizes; ``pitch`` the input's logical row-major strides (flat indices);
+    ``insz`` input sizes; ``pitch`` each dimension's step in the flat index of the caller's
+    input (its logical row-major strides, permuted along with the dimensions);
     ``yb/yo/ys`` and ``ib/io/ist`` the value and index outputs likewise; ``outsz`` output
     sizes; ``win, strd, pad, dil`` the window over the spatial dimensions."""
     rank = insz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
     wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
-    xsk, ysk, isk = xs[rank - 1], ys[rank - 1], ist[rank - 1]
+    xsk, ysk, isk, plast = xs[rank - 1], ys[rank - 1], ist[rank - 1], pitch[rank - 1]
     jlo, jhi, jfirst = _last_dim(insz, outsz, win, strd, pad, dil)
     rows, nouter, chunks = _rows(outsz, win)
     for chunk in prange(chunks):
@@ -156,7 +157,7 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
         for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
             _decode(r, outsz, 0, rank - 1, coords)
             xrow = xo + coords[0] * xs[0] + coords[1] * xs[1]
-            frow = (coords[0] * insz[1] + coords[1]) * pitch[1]
+            frow = coords[0] * pitch[0] + coords[1] * pitch[1]
             count = _outer(coords, insz, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
             if count > 0:       # each window starts from its first real element
                 base = xrow + offs[0]
@@ -207,7 +208,7 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
                         yb[yrow + o * ysk] = empty_value
                 if want_indices:
                     if real:
-                        ib[irow + o * isk] = frow + flats[wt[o]] + xk
+                        ib[irow + o * isk] = frow + flats[wt[o]] + xk * plast
                     else:
                         ib[irow + o * isk] = empty_index
 
