@@ -5,8 +5,6 @@ Each returns the canonical form or raises with the caller's spelling (see :class
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from .dtypes import DataType, FeatureLevel, data_type
@@ -100,6 +98,3 @@ def check_rank(op: str, level, row, rank: int, names: Names, field: str, what="t
     raise names.unsupported(f"{names(field)} is {rank}-D; {_level_text(level)} accepts a "
                             f"{what} of rank {listed}{hint}")
 
-
-def index(value) -> int:
-    return operator.index(value)

@@ -53,7 +53,8 @@ def _spelling(value):
 
 
 class _Desc:
-    """Common behaviour of the description classes."""
+    """Common behaviour of the description classes (``operator_type`` and
+    ``operator_type_value`` are class attributes set by ``_desc``)."""
 
     _op: str = ""
     # (field, input/output, optional)
@@ -83,14 +84,6 @@ class _Desc:
             if isinstance(x, TensorDesc) and isinstance(x.sizes, tuple):
                 spatial = 0 if self._op.startswith("PADDING") else 2
                 object.__setattr__(self, "dimension_count", max(len(x.sizes) - spatial, 0))
-
-    @property
-    def operator_type(self) -> str:
-        return "DML_OPERATOR_" + self._op
-
-    @property
-    def operator_type_value(self) -> int:
-        return OPERATORS[self._op].value
 
     @classmethod
     def bind_points(cls):
@@ -289,7 +282,7 @@ def _check_dimension_count(desc, names, k, what):
 
 
 def _pool_params(desc, names, rank):
-    return _pool.window_params(None, names, rank, desc.window_size, desc.strides,
+    return _pool.window_params(names, rank, desc.window_size, desc.strides,
                                desc.start_padding, desc.end_padding,
                                getattr(desc, "dilations", 1), allow_scalar=True)
 

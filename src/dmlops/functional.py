@@ -107,7 +107,7 @@ def _spatial_sizes_ok(sizes, names, field="input"):
 
 def _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
               output_sizes):
-    params = _pool.window_params(row, names, x.ndim, window_size, strides, start_padding,
+    params = _pool.window_params(names, x.ndim, window_size, strides, start_padding,
                                  end_padding, dilations, allow_scalar=True)
     full = _full_output_sizes(output_sizes, x.shape, names)
     _spatial_sizes_ok(x.shape, names)
@@ -271,8 +271,7 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     >>> quantized_linear_average_pooling(x, 0.5, 0, 0.25, 3, 2).ravel().tolist()
     [53]
     """
-    names = _names("quantized_linear_average_pooling",
-                   output_sizes=_output_sizes_label(None, 0))
+    names = _names("quantized_linear_average_pooling")
     x, dt = _input(x, names)
     op = "QUANTIZED_LINEAR_AVERAGE_POOLING"
     row = _pool.check_tensor_types(op, None, names, [("input", "data", dt, x.ndim)])

@@ -57,7 +57,7 @@ def same_type(names, first, dt1, second, dt2):
                                 f"{names(first)} ({dt1.name})")
 
 
-def window_params(row, names, rank, window_size, strides, start_padding, end_padding,
+def window_params(names, rank, window_size, strides, start_padding, end_padding,
                   dilations, allow_scalar):
     """Lengths of the spatial arguments (phase 2)."""
     k = rank - 2
