@@ -3,31 +3,36 @@
 Two layers share one validation:
 
 - functions (NumPy in, NumPy out): :func:`average_pooling`, :func:`max_pooling`,
-  :func:`max_pooling_grad`, :func:`quantized_linear_average_pooling`, :func:`padding`, and the
+  :func:`max_pooling_grad`, :func:`average_pooling_grad`, :func:`quantized_linear_average_pooling`,
+  :func:`lp_pooling`, :func:`max_unpooling`, :func:`roi_pooling`, :func:`padding`, and the
   helpers :func:`pooling_output_sizes` and :func:`onnx_pads`;
 - DirectML's descriptions: ``*Desc`` classes, :func:`compile_operator`, ``execute``.
 """
 
 from .backends import backends, get_backend, set_backend
-from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc, CompiledOperator,
+from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc,
+                    AveragePoolingGradDesc, CompiledOperator, LpPooling1Desc, LpPoolingDesc,
                     MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, MaxPoolingGradDesc,
-                    Padding1Desc, PaddingDesc, QuantizedLinearAveragePoolingDesc,
-                    compile_operator)
+                    MaxUnpoolingDesc, Padding1Desc, PaddingDesc,
+                    QuantizedLinearAveragePoolingDesc, RoiPoolingDesc, compile_operator)
 from .dtypes import DataType, FeatureLevel, PaddingMode
 from .errors import DmlError, InvalidArgumentError, UnsupportedError
-from .functional import (average_pooling, max_pooling, max_pooling_grad, padding,
-                         quantized_linear_average_pooling)
+from .functional import (average_pooling, average_pooling_grad, lp_pooling, max_pooling,
+                         max_pooling_grad, max_unpooling, padding,
+                         quantized_linear_average_pooling, roi_pooling)
 from .tensor import TensorDesc
 from .window import onnx_pads, pooling_output_sizes
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "average_pooling", "max_pooling", "max_pooling_grad", "quantized_linear_average_pooling",
+    "average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
+    "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
     "padding", "pooling_output_sizes", "onnx_pads",
-    "TensorDesc", "AveragePoolingDesc", "AveragePooling1Desc",
+    "TensorDesc", "AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc",
     "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
-    "MaxPoolingGradDesc", "PaddingDesc", "Padding1Desc", "DESC_CLASSES", "compile_operator",
+    "MaxPoolingGradDesc", "LpPoolingDesc", "LpPooling1Desc", "MaxUnpoolingDesc",
+    "RoiPoolingDesc", "PaddingDesc", "Padding1Desc", "DESC_CLASSES", "compile_operator",
     "CompiledOperator", "DataType", "FeatureLevel", "PaddingMode",
     "DmlError", "InvalidArgumentError", "UnsupportedError",
     "backends", "set_backend", "get_backend", "__version__",

@@ -33,10 +33,11 @@ from .errors import DmlError, InvalidArgumentError, Names
 from .support import OPERATORS
 from .tensor import TensorDesc, bind, check_tensor_desc, check_tensor_values, native, strides_alias
 
-__all__ = ["AveragePoolingDesc", "AveragePooling1Desc", "QuantizedLinearAveragePoolingDesc",
-           "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "MaxPoolingGradDesc",
-           "PaddingDesc", "Padding1Desc", "compile_operator", "CompiledOperator",
-           "DESC_CLASSES"]
+__all__ = ["AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc",
+           "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc",
+           "MaxPooling2Desc", "MaxPoolingGradDesc", "LpPoolingDesc", "LpPooling1Desc",
+           "MaxUnpoolingDesc", "RoiPoolingDesc", "PaddingDesc", "Padding1Desc",
+           "compile_operator", "CompiledOperator", "DESC_CLASSES"]
 
 IN, OUT = "input", "output"
 
@@ -64,7 +65,7 @@ class _Desc:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name in ("strides", "window_size", "start_padding", "end_padding",
-                          "dilations"):
+                          "dilations", "pooled_size"):
                 object.__setattr__(self, f.name, _spelling(value))
             elif f.name == "padding_mode":
                 try:
@@ -78,9 +79,9 @@ class _Desc:
                     pass
             elif f.name == "include_padding" and isinstance(value, (int, np.integer)):
                 object.__setattr__(self, f.name, bool(value) if value in (0, 1) else value)
-        if self.dimension_count is None:
+        if getattr(self, "dimension_count", 0) is None:
             # derived: the spatial rank for pooling, the whole rank for padding
-            x = self.input_tensor
+            x = getattr(self, "input_tensor", None) or getattr(self, "input_gradient_tensor")
             if isinstance(x, TensorDesc) and isinstance(x.sizes, tuple):
                 spatial = 0 if self._op.startswith("PADDING") else 2
                 object.__setattr__(self, "dimension_count", max(len(x.sizes) - spatial, 0))
@@ -129,6 +130,24 @@ class AveragePooling1Desc(_Desc):
     end_padding: object = 0
     dilations: object = 1
     include_padding: bool = False
+
+
+@_desc("AVERAGE_POOLING_GRAD", (("input_gradient_tensor", IN, False),
+                                ("output_gradient_tensor", OUT, False)))
+class AveragePoolingGradDesc(_Desc):
+    """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC (FL 3.0). ``input_gradient_tensor`` has the
+    forward output's sizes, ``output_gradient_tensor`` the forward input's. Dilations are an
+    extension (extended mode only; DirectML's description has none)."""
+    input_gradient_tensor: TensorDesc
+    output_gradient_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    dilations: object = 1
+    include_padding: bool = False
+    _json_optional = ("dilations",)
 
 
 @_desc("QUANTIZED_LINEAR_AVERAGE_POOLING",
@@ -209,6 +228,55 @@ class MaxPoolingGradDesc(_Desc):
     dilations: object = 1
 
 
+@_desc("LP_POOLING", _POOL_TENSORS)
+class LpPoolingDesc(_Desc):
+    """DML_LP_POOLING_OPERATOR_DESC (FL 1.0): ``(Σ |x|^p)^(1/p)`` over each window."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    p: object = 2
+
+
+@_desc("LP_POOLING1", _POOL_TENSORS)
+class LpPooling1Desc(_Desc):
+    """DML_LP_POOLING1_OPERATOR_DESC (FL 6.2): adds Dilations."""
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    dimension_count: int | None = None
+    strides: object = 1
+    window_size: object
+    start_padding: object = 0
+    end_padding: object = 0
+    dilations: object = 1
+    p: object = 2
+
+
+@_desc("MAX_UNPOOLING", (("input_tensor", IN, False), ("indices_tensor", IN, False),
+                         ("output_tensor", OUT, False)))
+class MaxUnpoolingDesc(_Desc):
+    """DML_MAX_UNPOOLING_OPERATOR_DESC (FL 2.0): writes each input element at the flat output
+    position its index names; the rest of the output is 0."""
+    input_tensor: TensorDesc
+    indices_tensor: TensorDesc
+    output_tensor: TensorDesc
+
+
+@_desc("ROI_POOLING", (("input_tensor", IN, False), ("roi_tensor", IN, False),
+                       ("output_tensor", OUT, False)))
+class RoiPoolingDesc(_Desc):
+    """DML_ROI_POOLING_OPERATOR_DESC (FL 1.0). ``roi_tensor`` is ``{1, 1, NumROIs, 5}`` with
+    rows ``[batch, x1, y1, x2, y2]``; ``pooled_size`` is ``(height, width)``."""
+    input_tensor: TensorDesc
+    roi_tensor: TensorDesc
+    output_tensor: TensorDesc
+    spatial_scale: float = 1.0
+    pooled_size: object
+
+
 @_desc("PADDING", _POOL_TENSORS)
 class PaddingDesc(_Desc):
     """DML_PADDING_OPERATOR_DESC (FL 1.0); PaddingValue is a 32-bit FLOAT."""
@@ -236,8 +304,10 @@ class Padding1Desc(_Desc):
 
 
 DESC_CLASSES = {cls._op: cls for cls in (
-    AveragePoolingDesc, AveragePooling1Desc, QuantizedLinearAveragePoolingDesc, MaxPoolingDesc,
-    MaxPooling1Desc, MaxPooling2Desc, MaxPoolingGradDesc, PaddingDesc, Padding1Desc)}
+    AveragePoolingDesc, AveragePooling1Desc, AveragePoolingGradDesc,
+    QuantizedLinearAveragePoolingDesc, MaxPoolingDesc, MaxPooling1Desc, MaxPooling2Desc,
+    MaxPoolingGradDesc, LpPoolingDesc, LpPooling1Desc, MaxUnpoolingDesc, RoiPoolingDesc,
+    PaddingDesc, Padding1Desc)}
 
 
 # --- compile ----------------------------------------------------------------------------
@@ -294,11 +364,17 @@ def _bool_field(desc, names, field):
     return bool(value)
 
 
+_KINDS = {"AVERAGE_POOLING": "average", "AVERAGE_POOLING1": "average",
+          "AVERAGE_POOLING_GRAD": "average_grad", "QUANTIZED_LINEAR_AVERAGE_POOLING": "quantized",
+          "MAX_POOLING_GRAD": "max_grad", "LP_POOLING": "lp", "LP_POOLING1": "lp"}
+
+
 def _compile_pool(desc, level, names):
     op = desc._op
+    kind = _KINDS.get(op, "max")
     _tensor_phase1(desc, names)
-    x = desc.input_tensor
-    if isinstance(desc, MaxPoolingGradDesc):
+    if kind == "max_grad":
+        x = desc.input_tensor
         names = names.with_fields(output_sizes=("input_gradient_tensor.sizes", 0),
                                   output=("output_gradient_tensor", 0))
         roles = [("input", "data", x.data_type, x.rank),
@@ -306,22 +382,32 @@ def _compile_pool(desc, level, names):
                   desc.input_gradient_tensor.rank),
                  ("output", "data", desc.output_gradient_tensor.data_type,
                   desc.output_gradient_tensor.rank)]
-        out_t = desc.input_gradient_tensor
+        forward_in, forward_out = x, desc.input_gradient_tensor
+    elif kind == "average_grad":
+        # the "input" of this operator is the forward output's gradient
+        x, dx = desc.input_gradient_tensor, desc.output_gradient_tensor
+        names = names.with_fields(output_sizes=("input_gradient_tensor.sizes", 0),
+                                  input=("input_gradient_tensor", 0),
+                                  output=("output_gradient_tensor", 0))
+        roles = [("input", "data", x.data_type, x.rank),
+                 ("output", "data", dx.data_type, dx.rank)]
+        forward_in, forward_out = dx, x
     else:
-        out_role = "output" if op == "QUANTIZED_LINEAR_AVERAGE_POOLING" else "data"
+        x = desc.input_tensor
+        out_role = "output" if kind == "quantized" else "data"
         roles = [("input", "data", x.data_type, x.rank),
                  ("output", out_role, desc.output_tensor.data_type, desc.output_tensor.rank)]
         idx = getattr(desc, "output_indices_tensor", None)
         if idx is not None:
             roles.append(("indices", "indices", idx.data_type, idx.rank))
-        out_t = desc.output_tensor
+        forward_in, forward_out = x, desc.output_tensor
     row = _pool.check_tensor_types(op, level, names, roles)
-    if op != "QUANTIZED_LINEAR_AVERAGE_POOLING":
+    if kind != "quantized":
         for field, _, dt, _ in roles[1:]:
             if field != "indices":
                 _pool.same_type(names, "input", x.data_type, field, dt)
     quant = None
-    if op == "QUANTIZED_LINEAR_AVERAGE_POOLING":
+    if kind == "quantized":
         quant = _quant_desc_types(desc, names)
     # phase 2: lengths
     _check_dimension_count(desc, names, x.rank - 2, f"the {x.rank}-D input's spatial "
@@ -329,12 +415,10 @@ def _compile_pool(desc, level, names):
     params = _pool_params(desc, names, x.rank)
     # phase 3: values
     _tensor_phase3(desc, names)
-    geometry = _pool.geometry(row, names, x.sizes, params, out_t.sizes)
-    kind = {"AVERAGE_POOLING": "average", "AVERAGE_POOLING1": "average",
-            "QUANTIZED_LINEAR_AVERAGE_POOLING": "quantized",
-            "MAX_POOLING_GRAD": "max_grad"}.get(op, "max")
+    geometry = _pool.geometry(row, names, forward_in.sizes, params, forward_out.sizes)
     include = _bool_field(desc, names, "include_padding") if hasattr(desc, "include_padding") \
         else False
+    p = _pool.check_p(desc.p, names) if kind == "lp" else None
     idx_dt = None
     if kind == "max" and getattr(desc, "output_indices_tensor", None) is not None:
         idx = desc.output_indices_tensor
@@ -353,8 +437,45 @@ def _compile_pool(desc, level, names):
             t = getattr(desc, field)
             if t is not None:
                 _pool.quantization_param_shape(t.sizes, x.sizes, names, field)
-    out_dt = desc.output_tensor.data_type if kind != "max_grad" else x.data_type
-    return _pool.PoolPlan(kind, op, geometry, x.data_type, out_dt, idx_dt, include)
+    out_dt = desc.output_tensor.data_type if kind in ("quantized", "max", "average", "lp") \
+        else x.data_type
+    return _pool.PoolPlan(kind, op, geometry, x.data_type, out_dt, idx_dt, include, p)
+
+
+def _compile_unpool(desc, level, names):
+    names = names.with_fields(indices=("indices_tensor", 0))
+    _tensor_phase1(desc, names)
+    x, idx, y = desc.input_tensor, desc.indices_tensor, desc.output_tensor
+    row = _pool.check_tensor_types(desc._op, level, names, [
+        ("input", "data", x.data_type, x.rank), ("indices", "indices", idx.data_type, idx.rank),
+        ("output", "data", y.data_type, y.rank)])
+    _pool.same_type(names, "input", x.data_type, "output", y.data_type)
+    del row
+    _tensor_phase3(desc, names)
+    _pool.unpool_sizes(x.sizes, idx.sizes, y.sizes, names)
+    return _pool.UnpoolPlan(desc._op, x.data_type, idx.data_type, x.sizes, y.sizes)
+
+
+def _compile_roi(desc, level, names):
+    names = names.with_fields(rois=("roi_tensor", 0))
+    _tensor_phase1(desc, names)
+    x, rois, y = desc.input_tensor, desc.roi_tensor, desc.output_tensor
+    _pool.check_tensor_types(desc._op, level, names, [
+        ("input", "data", x.data_type, x.rank), ("roi_tensor", "data", rois.data_type, rois.rank),
+        ("output", "data", y.data_type, y.rank)])
+    _pool.same_type(names, "input", x.data_type, "roi_tensor", rois.data_type)
+    _pool.same_type(names, "input", x.data_type, "output", y.data_type)
+    _tensor_phase3(desc, names)
+    scale = _pool.check_spatial_scale(desc.spatial_scale, names)
+    pooled = _pool.check_pooled_size(desc.pooled_size, names)
+    if rois.sizes[:2] != (1, 1) or rois.sizes[3] != 5:
+        raise names.invalid(f"roi_tensor.sizes = {list(rois.sizes)}; expected [1, 1, NumROIs, "
+                            f"5] (rows [batch, x1, y1, x2, y2])")
+    expected = (rois.sizes[2], x.sizes[1]) + pooled
+    if y.sizes != expected:
+        raise names.invalid(f"output_tensor.sizes = {list(y.sizes)} must be [NumROIs, C, "
+                            f"pooled height, pooled width] = {list(expected)}")
+    return _pool.RoiPlan(desc._op, x.data_type, x.sizes, rois.sizes[2], scale, pooled)
 
 
 def _quant_desc_types(desc, names):
@@ -408,6 +529,10 @@ def _plan(desc, level):
     names = _names(desc)
     if desc._op.startswith("PADDING"):
         return _compile_pad(desc, level, names)
+    if desc._op == "MAX_UNPOOLING":
+        return _compile_unpool(desc, level, names)
+    if desc._op == "ROI_POOLING":
+        return _compile_roi(desc, level, names)
     return _compile_pool(desc, level, names)
 
 
@@ -484,17 +609,24 @@ class CompiledOperator:
                 arr = np.empty(t.sizes, dtype=t.dtype)
                 result[field] = arr
                 out_views.append(arr)
-        x = native(views["input_tensor"])
-        with_native_outputs(out_views, lambda outs: self._run(x, outs, views, extra))
+        x = native(views[inputs[0]])
+        with_native_outputs(out_views, lambda outs: self._run(x, outs, views, extra, names))
         return result
 
-    def _run(self, x, outs, views, extra):
-        if isinstance(self.plan, _pad.PadPlan):
-            run_padding(self.plan, self._kernels, x, outs[0])
-            return
-        if self.plan.kind == "max_grad":
-            extra = {"dy": native(views["input_gradient_tensor"])}
-        _pool.run_pooling(self.plan, self._kernels, x, outs, extra)
+    def _run(self, x, outs, views, extra, names):
+        plan, kernels = self.plan, self._kernels
+        if isinstance(plan, _pad.PadPlan):
+            run_padding(plan, kernels, x, outs[0])
+        elif isinstance(plan, _pool.UnpoolPlan):
+            _pool.run_unpooling(plan, kernels, x, native(views["indices_tensor"]), outs,
+                                names.with_fields(indices=("indices_tensor", 0)))
+        elif isinstance(plan, _pool.RoiPlan):
+            _pool.run_roi_pooling(plan, kernels, x, native(views["roi_tensor"]), outs,
+                                  names.with_fields(rois=("roi_tensor", 0)))
+        else:
+            if plan.kind == "max_grad":
+                extra = {"dy": native(views["input_gradient_tensor"])}
+            _pool.run_pooling(plan, kernels, x, outs, extra)
 
     def _quantization(self, views, names):
         desc = self.desc

@@ -18,8 +18,9 @@ from .dtypes import DataType
 from .errors import Names
 from .tensor import native, native_dtype
 
-__all__ = ["average_pooling", "max_pooling", "max_pooling_grad",
-           "quantized_linear_average_pooling", "padding"]
+__all__ = ["average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
+           "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
+           "padding"]
 
 
 def _names(op, **fields) -> Names:
@@ -228,6 +229,165 @@ def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padd
     _, kernels = resolve_backend(backend)
     _run([dx], lambda o: _pool.run_pooling(plan, kernels, native(x), o, {"dy": native(dy)}))
     return dx
+
+
+def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_padding=0,
+                         end_padding=0, dilations=1, include_padding=False, out=None,
+                         backend=None):
+    """Gradient of average pooling (SPEC 3.2): each incoming value, divided by its window's
+    divisor (as :func:`average_pooling` counts it), is added to every real element of the
+    window. ``input_sizes`` are the forward input's sizes (k spatial sizes, or all k + 2);
+    ``dy`` has the forward output's sizes. Contributions are summed in ascending
+    forward-output order, in float32 (float64 for float64), so results are reproducible.
+
+    >>> import numpy as np
+    >>> dy = np.array([[1, 2], [3, 4]], np.float32).reshape(1, 1, 2, 2)
+    >>> average_pooling_grad(dy, 2, input_sizes=(3, 3))[0, 0].tolist()
+    [[0.25, 0.75, 0.5], [1.0, 2.5, 1.5], [0.75, 1.75, 1.0]]
+    """
+    names = _names("average_pooling_grad", output_sizes=("dy.shape", 0),
+                   input=("dy", 0), input_sizes=("input_sizes", 0))
+    dy, dt = _input(dy, names)
+    row = _pool.check_tensor_types("AVERAGE_POOLING_GRAD", None, names,
+                                   [("input", "data", dt, dy.ndim)])
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    params = _pool.window_params(names, dy.ndim, window_size, strides, start_padding,
+                                 end_padding, dilations, allow_scalar=True)
+    sizes = _full_sizes(input_sizes, dy.shape, names, "input_sizes")
+    _spatial_sizes_ok(dy.shape, names)
+    offset = 0 if is_int(input_sizes) or len(sizes) == len(tuple(input_sizes)) else -2
+    for d, v in enumerate(sizes):
+        if d < 2 and v != dy.shape[d]:
+            raise names.invalid(f"input_sizes[{d}] = {v} must equal dy's "
+                                f"{'N' if d == 0 else 'C'} ({dy.shape[d]})")
+        if d >= 2 and v < 1:
+            raise names.invalid(f"input_sizes[{d + offset}] = {v} must be at least 1")
+    g = _pool.geometry(row, names, sizes, params, dy.shape)
+    if not isinstance(include_padding, (bool, np.bool_)):
+        raise names.invalid(f"include_padding = {include_padding!r} must be a bool")
+    plan = _pool.PoolPlan("average_grad", "AVERAGE_POOLING_GRAD", g, dt, dt, None,
+                          bool(include_padding))
+    (dx,) = _outputs([out], [("output", sizes, dt)], [("input", dy)], names)
+    _, kernels = resolve_backend(backend)
+    _run([dx], lambda o: _pool.run_pooling(plan, kernels, native(dy), o))
+    return dx
+
+
+def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0, dilations=1,
+               output_sizes=None, out=None, backend=None):
+    """Lp pooling (SPEC 3.6): ``(Σ |x|^p)^(1/p)`` over the real elements of each window, for
+    an integer ``p >= 1``. Computed in float64 as ``m * (Σ (|x|/m)^p)^(1/p)`` with ``m`` the
+    window's largest ``|x|`` and rounded once, so tiny and huge values neither underflow nor
+    overflow; a NaN gives NaN, an infinity inf, a window without real elements 0.
+
+    >>> import numpy as np
+    >>> x = np.array([[3, -4], [0, 0]], np.float32).reshape(1, 1, 2, 2)
+    >>> lp_pooling(x, 2, p=2).ravel().tolist(), lp_pooling(x, 2, p=1).ravel().tolist()
+    ([5.0], [7.0])
+    """
+    names = _names("lp_pooling", output_sizes=_output_sizes_label(output_sizes, np.ndim(x)))
+    x, dt = _input(x, names)
+    row = _pool.check_tensor_types("LP_POOLING1", None, names, [("input", "data", dt, x.ndim)])
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
+                  output_sizes)
+    p = _pool.check_p(p, names)
+    plan = _pool.PoolPlan("lp", "LP_POOLING1", g, dt, dt, p=p)
+    (y,) = _outputs([out], [("output", g.output_sizes, dt)], [("input", x)], names)
+    _, kernels = resolve_backend(backend)
+    _run([y], lambda o: _pool.run_pooling(plan, kernels, native(x), o))
+    return y
+
+
+def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
+    """Max unpooling (SPEC 3.7): a zero output of ``output_sizes`` (the full shape, N and C
+    as the input's), with ``x[i]`` written at flat position ``indices[i]`` (as
+    :func:`max_pooling` returns them). The "no element" index (2^32-1, 2^64-1, or -1 for
+    int64) is skipped; of two elements naming one position the later wins; any other index
+    outside the output is an error, raised before anything is written.
+
+    >>> import numpy as np
+    >>> x = np.array([[1, 2, 3], [2, 4, 2], [5, 6, 7]], np.float32).reshape(1, 1, 3, 3)
+    >>> y, i = max_pooling(x, 2, strides=1, output_indices=True)
+    >>> max_unpooling(y, i, (1, 1, 3, 3))[0, 0].tolist()
+    [[0.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 6.0, 7.0]]
+    """
+    names = _names("max_unpooling", indices=("indices", 0),
+                   output_sizes=("output_sizes", 0))
+    x, dt = _input(x, names)
+    indices, idt = _input(indices, names, "indices")
+    row = _pool.check_tensor_types("MAX_UNPOOLING", None, names,
+                                   [("input", "data", dt, x.ndim),
+                                    ("indices", "indices", idt, indices.ndim)])
+    del row
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    sizes = as_int_tuple(output_sizes, names, "output_sizes")
+    if len(sizes) != x.ndim:
+        raise names.invalid(f"output_sizes has {len(sizes)} values {list(sizes)}; expected "
+                            f"{x.ndim}, the full output shape (the input's rank)")
+    _spatial_sizes_ok(x.shape, names)
+    _pool.unpool_sizes(x.shape, indices.shape, sizes, names)
+    plan = _pool.UnpoolPlan("MAX_UNPOOLING", dt, idt, x.shape, sizes)
+    (y,) = _outputs([out], [("output", sizes, dt)], [("input", x), ("indices", indices)], names)
+    _, kernels = resolve_backend(backend)
+    _run([y], lambda o: _pool.run_unpooling(plan, kernels, native(x), native(indices), o,
+                                            names))
+    return y
+
+
+def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
+    """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
+    with rows ``[batch, x1, y1, x2, y2]`` in input coordinates times ``spatial_scale``;
+    ``pooled_size`` is ``(height, width)``. Corners are scaled and rounded half away from
+    zero; each of the ``PH x PW`` bins takes the max of its input rows
+    ``[floor(ph*RH/PH), ceil((ph+1)*RH/PH)) + y1`` (likewise columns), clipped to the input;
+    an empty bin gives 0. The result is ``(R, C, PH, PW)``.
+
+    >>> import numpy as np
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> rois = np.array([[0, 0, 0, 3, 3]], np.float32)     # the input's type
+    >>> roi_pooling(x, rois, spatial_scale=1.0, pooled_size=(2, 2))[0, 0].tolist()
+    [[5.0, 7.0], [13.0, 15.0]]
+    """
+    names = _names("roi_pooling", rois=("rois", 0))
+    x, dt = _input(x, names)
+    rois, rdt = _input(rois, names, "rois")
+    op = "ROI_POOLING"
+    roi_rank = 4 if rois.ndim == 2 else rois.ndim      # (R, 5) stands for (1, 1, R, 5)
+    _pool.check_tensor_types(op, None, names, [("input", "data", dt, x.ndim),
+                                               ("rois", "data", rdt, roi_rank)])
+    _pool.same_type(names, "input", dt, "rois", rdt)
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    if rois.shape[-1:] != (5,) or (rois.ndim == 4 and rois.shape[:2] != (1, 1)):
+        raise names.invalid(f"rois has shape {rois.shape}; expected (R, 5) or (1, 1, R, 5), "
+                            f"rows [batch, x1, y1, x2, y2]")
+    pooled = _pool.check_pooled_size(pooled_size, names)
+    scale = _pool.check_spatial_scale(spatial_scale, names)
+    _spatial_sizes_ok(x.shape, names)
+    num = rois.shape[-2]
+    plan = _pool.RoiPlan(op, dt, x.shape, num, scale, pooled)
+    sizes = (num, x.shape[1]) + pooled
+    (y,) = _outputs([out], [("output", sizes, dt)], [("input", x), ("rois", rois)], names)
+    _, kernels = resolve_backend(backend)
+    _run([y], lambda o: _pool.run_roi_pooling(plan, kernels, native(x), native(rois), o,
+                                              names))
+    return y
+
+
+def _full_sizes(sizes, like, names, field):
+    """``sizes`` as k spatial sizes or k + 2 full sizes (N, C as ``like``'s) -> full sizes."""
+    k, rank = len(like) - 2, len(like)
+    values = (int(sizes),) * k if is_int(sizes) else as_int_tuple(sizes, names, field)
+    if len(values) == k:
+        return tuple(like[:2]) + values
+    if len(values) == rank:
+        return values
+    raise names.invalid(f"{field} has {len(values)} values {list(values)}; expected {k} "
+                        f"(spatial sizes) or {rank} (full sizes, N and C first)")
 
 
 def _zero_point(zp, dt, names, field):

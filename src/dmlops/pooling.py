@@ -1,4 +1,4 @@
-"""Validation and planning of the pooling family (SPEC 2, 3.1-3.5): one path for the
+"""Validation and planning of the pooling family (SPEC 2, 3.1-3.8): one path for the
 functional API and the description layer.
 
 Checks run in SPEC 7's order: types, ranks and feature level; then argument lengths; then
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._args import check_rank, check_type, operator_row, spatial
+from ._args import as_int_tuple, check_rank, check_type, is_int, operator_row, spatial
 from .dtypes import DataType
 from .window import Window, check_fits, check_output_size, check_window_values, floor_size
 
@@ -21,13 +21,14 @@ EMPTY_INDEX = {DataType.UINT32: 2**32 - 1, DataType.UINT64: 2**64 - 1, DataType.
 
 @dataclass(frozen=True)
 class PoolPlan:
-    kind: str                  # "average" | "max" | "max_grad" | "quantized"
+    kind: str       # "average" | "average_grad" | "max" | "max_grad" | "quantized" | "lp"
     op: str                    # DirectML operator name
-    geometry: Window
+    geometry: Window           # the forward pooling's window (gradients: input = dx's sizes)
     dtype: DataType            # input data type
     out_dtype: DataType        # output data type
     indices_dtype: DataType | None = None
     include_padding: bool = False
+    p: int | None = None       # Lp pooling's exponent
 
     @property
     def empty_index(self):
@@ -150,6 +151,141 @@ def check_zero_point_values(zp: np.ndarray, dt: DataType, names, field):
                                 f"{dt.name} [{info.min}, {info.max}]")
 
 
+def check_p(p, names):
+    """Lp pooling's ``P``: a Python/NumPy integer of at least 1 (SPEC 3.6)."""
+    if not is_int(p):
+        raise names.invalid(f"{names('p')} = {p!r} must be an integer (bool and float are not "
+                            f"accepted)")
+    if p < 1:
+        raise names.invalid(f"{names('p')} = {p} must be at least 1")
+    return int(p)
+
+
+# --- max unpooling (SPEC 3.7) ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class UnpoolPlan:
+    op: str
+    dtype: DataType
+    indices_dtype: DataType
+    input_sizes: tuple
+    output_sizes: tuple
+
+    @property
+    def empty_index(self):
+        """The "no element" index that is skipped; INT32 has none (SPEC 7)."""
+        return EMPTY_INDEX.get(self.indices_dtype)
+
+
+def unpool_sizes(in_sizes, idx_sizes, out_sizes, names):
+    """Phase 3: indices of the input's sizes; an output of the input's N and C."""
+    if tuple(idx_sizes) != tuple(in_sizes):
+        raise names.invalid(f"{names('indices')} has sizes {list(idx_sizes)}; they must equal "
+                            f"the input's {list(in_sizes)}")
+    for dim in (0, 1):
+        if out_sizes[dim] != in_sizes[dim]:
+            what = "N" if dim == 0 else "C"
+            raise names.invalid(f"{names('output_sizes', dim)} = {out_sizes[dim]} must equal "
+                                f"the input's {what} ({in_sizes[dim]})")
+    check_sizes(out_sizes, names, "output_sizes")
+
+
+def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names):
+    """Every index names an output element, or is the "no element" value (SPEC 3.7); checked
+    on the data before anything is written."""
+    count = int(np.prod(plan.output_sizes, dtype=object))
+    flat = indices.reshape(-1)
+    if flat.size == 0:
+        return
+    empty = plan.empty_index
+    if count > np.iinfo(flat.dtype).max:        # every value of the type names an element
+        bad = flat < 0
+    else:
+        bad = (flat >= count) | (flat < 0) if flat.dtype.kind == "i" else flat >= count
+    if empty is not None:
+        bad &= flat != empty
+    if bad.any():
+        i = int(np.argmax(bad))
+        where = tuple(int(v) for v in np.unravel_index(i, indices.shape))
+        skip = f"; {empty} means \"no element\"" if empty is not None else ""
+        raise names.invalid(f"{names('indices')}[{', '.join(map(str, where))}] = {flat[i]} is "
+                            f"outside the output's {count} elements (valid: 0 to {count - 1}"
+                            f"{skip})")
+
+
+# --- ROI pooling (SPEC 3.8) --------------------------------------------------------------
+
+COORD_LIMIT = 2**31
+
+
+@dataclass(frozen=True)
+class RoiPlan:
+    op: str
+    dtype: DataType
+    input_sizes: tuple
+    num_rois: int
+    spatial_scale: float       # already rounded to float32
+    pooled_size: tuple         # (height, width)
+
+
+def check_spatial_scale(value, names):
+    """SpatialScale is a FLOAT field: rounded to float32, then finite and > 0."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise names.invalid(f"{names('spatial_scale')} = {value!r} must be a number")
+    with np.errstate(over="ignore"):
+        scale = np.float32(value)
+    if not (np.isfinite(scale) and scale > 0):
+        raise names.invalid(f"{names('spatial_scale')} = {value!r} must be finite and greater "
+                            f"than 0 (after rounding to float32: {scale})")
+    return float(scale)
+
+
+def check_pooled_size(value, names):
+    """``(height, width)``, each at least 1 (an int means both)."""
+    size = (int(value),) * 2 if is_int(value) else as_int_tuple(value, names, "pooled_size")
+    if len(size) != 2:
+        raise names.invalid(f"{names('pooled_size')} has {len(size)} values {list(size)}; "
+                            f"expected 2 (height, width)")
+    for i, v in enumerate(size):
+        if v < 1:
+            raise names.invalid(f"{names('pooled_size', i)} = {v} must be at least 1")
+    return size
+
+
+def _round_half_away(v):
+    t = np.trunc(v)
+    return t + np.sign(v) * (np.abs(v - t) >= 0.5)
+
+
+def roi_regions(plan: RoiPlan, rois: np.ndarray, names) -> np.ndarray:
+    """``(R, 5)`` int64 rows ``[batch, x1, y1, x2, y2]``: the batch index truncated toward
+    zero, the corners scaled and rounded half away from zero, in float64 (SPEC 3.8). Checked
+    on the data: a NaN or out-of-range batch index, or a non-finite corner, is an error."""
+    r = np.asarray(rois, dtype=np.float64).reshape(-1, 5)
+    n = plan.input_sizes[0]
+    field = names("rois")
+    with np.errstate(invalid="ignore", over="ignore"):
+        batch = np.trunc(r[:, 0])
+        corners = _round_half_away(r[:, 1:] * plan.spatial_scale)
+    for i in range(r.shape[0]):
+        b = r[i, 0]
+        if np.isnan(b):
+            raise names.invalid(f"{field}[{i}] has batch index NaN; it must be a number in "
+                                f"[0, {n})")
+        if not 0 <= batch[i] < n:
+            raise names.invalid(f"{field}[{i}] has batch index {b!r} (truncated: {batch[i]:g}); "
+                                f"the input has N = {n}, so it must lie in [0, {n})")
+        bad = ~(np.abs(corners[i]) < COORD_LIMIT)
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise names.invalid(
+                f"{field}[{i}] has {'x1 y1 x2 y2'.split()[j]} = {r[i, 1 + j]!r}, which scaled by "
+                f"{plan.spatial_scale} is {corners[i, j]}; a scaled corner must be finite and "
+                f"within ±2^31")
+    return np.concatenate([batch[:, None], corners], axis=1).astype(np.int64)
+
+
 # --- execution ---------------------------------------------------------------------------
 
 def run_pooling(plan: PoolPlan, kernels, x, outputs, extra=None):
@@ -162,6 +298,11 @@ def run_pooling(plan: PoolPlan, kernels, x, outputs, extra=None):
     elif plan.kind == "max":
         kernels.max_pooling(x, outputs[0], outputs[1] if len(outputs) > 1 else None, g.window,
                             g.strides, g.start, g.dilations, plan.empty_index)
+    elif plan.kind == "lp":
+        kernels.lp_pooling(x, outputs[0], g.window, g.strides, g.start, g.dilations, plan.p)
+    elif plan.kind == "average_grad":
+        kernels.average_pooling_grad(x, outputs[0], g.window, g.strides, g.start, g.end,
+                                     g.dilations, plan.include_padding)
     elif plan.kind == "max_grad":
         kernels.max_pooling_grad(x, extra["dy"], outputs[0], g.window, g.strides, g.start,
                                  g.dilations)
@@ -172,3 +313,12 @@ def run_pooling(plan: PoolPlan, kernels, x, outputs, extra=None):
                                           plan.include_padding)
     else:  # pragma: no cover
         raise AssertionError(plan.kind)
+
+
+def run_unpooling(plan: UnpoolPlan, kernels, x, indices, outputs, names):
+    check_unpool_indices(plan, indices, names)
+    kernels.max_unpooling(x, indices, outputs[0], plan.empty_index)
+
+
+def run_roi_pooling(plan: RoiPlan, kernels, x, rois, outputs, names):
+    kernels.roi_pooling(x, roi_regions(plan, rois, names), outputs[0])

@@ -1,8 +1,7 @@
 """Backend registry and selection (SPEC 5).
 
-A backend is a module exposing the kernels ``average_pooling``, ``max_pooling``,
-``max_pooling_grad``, ``quantized_average_pooling`` and ``padding`` (see the reference
-backend for their signatures). Choosing: the call's ``backend=``, then :func:`set_backend`,
+A backend is a module exposing the kernels of ``KERNELS`` (see the reference backend for
+their signatures). Choosing: the call's ``backend=``, then :func:`set_backend`,
 then ``DMLOPS_BACKEND`` (read at call time), then the first available of ``PREFERENCE``.
 An unknown or unavailable name is an error, never a silent fallback.
 """
@@ -19,8 +18,8 @@ PREFERENCE = {
     "cpu": "dmlops.backends.cpu",
     "reference": "dmlops.backends.reference",
 }
-KERNELS = ("average_pooling", "max_pooling", "max_pooling_grad", "quantized_average_pooling",
-           "padding")
+KERNELS = ("average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
+           "quantized_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling", "padding")
 _loaded: dict = {}
 _failed: dict = {}
 _chosen: str | None = None

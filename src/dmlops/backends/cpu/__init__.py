@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import family as _f
 from . import pooling as _k
 from .padding import padding  # noqa: F401
 from ._buffers import flat, ints
@@ -186,3 +187,49 @@ def warmup(report=None):
         timed(f"padding {dt}", lambda: dml.padding(x_of(dt), (0, 0, 1, 1), (0, 0, 1, 1),
                                                    mode="reflection",
                                                    backend=NAME))
+
+
+# --- the rest of the pooling family (kernels in family.py) -------------------------------
+
+def lp_pooling(x, y, window, strides, start, dilations, p):
+    xb, xo, xs = flat(x)
+    yb, yo, ys = flat(y)
+    _f.lp_kernel(xb, xo, xs, ints(x.shape), yb, yo, ys, ints(y.shape),
+                 *_window(window, strides, start, dilations), int(p), tag_for(x.dtype))
+
+
+def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include_padding):
+    gb, go, gs = flat(dy)
+    db, do, ds = flat(dx)
+    counts, cstart = _counts(dx.shape[2:], dy.shape[2:], window, strides, start, end,
+                             dilations, include_padding)
+    acc = np.float64 if dx.dtype == np.float64 else np.float32
+    _f.average_grad_kernel(gb, go, gs, ints(dy.shape), db, do, ds, ints(dx.shape),
+                           *_window(window, strides, start, dilations), counts, cstart,
+                           tag_for(dx.dtype), np.zeros(1, acc))
+
+
+def _bits(a):
+    """The same memory as unsigned integers of its width: unpooling only moves values, so
+    one compiled kernel per width serves every type (and int64's -1 becomes uint64's
+    2^64-1, the other "no element" value)."""
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+def max_unpooling(x, indices, y, empty_index):
+    skip = empty_index is not None
+    empty = np.array(empty_index if skip else 0).astype(indices.dtype)
+    xb, xo, xs = flat(_bits(x))
+    ib, io, ist = flat(_bits(indices))
+    yb, yo, ys = flat(_bits(y))
+    empty = _bits(empty)[()]
+    insz, outsz = ints(x.shape), ints(y.shape)
+    local = _f.unpool_local(ib, io, ist, insz, outsz, empty, skip)
+    _f.unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local)
+
+
+def roi_pooling(x, regions, y):
+    xb, xo, xs = flat(x)
+    yb, yo, ys = flat(y)
+    _f.roi_kernel(xb, xo, xs, np.ascontiguousarray(regions, np.int64), yb, yo, ys,
+                  ints(y.shape), x.shape[2], x.shape[3], tag_for(x.dtype))

@@ -1,4 +1,4 @@
-"""Reference pooling kernels (SPEC 3.1, 3.3, 3.4, 3.5)."""
+"""Reference pooling kernels (SPEC 3.1-3.8)."""
 
 from __future__ import annotations
 
@@ -143,3 +143,84 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
     q = np.clip(q, info.min, info.max)
     q = np.where(div > 0, q, np.broadcast_to(zp_out, q.shape))
     y[...] = q.astype(y.dtype)
+
+
+def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include_padding):
+    """Each incoming value divided by its window's divisor is added to every real element of
+    the window (SPEC 3.2). As in :func:`max_pooling_grad`, offsets are visited in descending
+    order, so every element adds its contributions, from +0.0, in ascending forward-output
+    order."""
+    acc_dtype = _accumulator(dx.dtype)
+    out_spatial = dy.shape[2:]
+    div = counts(dx.shape[2:], out_spatial, window, strides, start, end, dilations,
+                 include_padding)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        g = dy.astype(acc_dtype) / np.where(div > 0, div, 1).astype(acc_dtype)
+    acc = np.zeros(dx.shape, dtype=acc_dtype)
+    all_offsets = list(offsets(window))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j in reversed(all_offsets):
+            sl = offset_slices(j, dx.shape[2:], out_spatial, strides, start, dilations)
+            if sl is not None:
+                acc[sl[1]] += g[sl[0]]
+    dx[...] = acc.astype(dx.dtype)
+
+
+def lp_pooling(x, y, window, strides, start, dilations, p):
+    """``(Σ |x|^p)^(1/p)`` over the real elements (SPEC 3.6), in float64 and scaled by the
+    window's largest ``|x|`` so that nothing underflows or overflows on the way."""
+    out_spatial = y.shape[2:]
+    ax = np.abs(x.astype(np.float64))
+    slices = [sl for sl in (offset_slices(j, x.shape[2:], out_spatial, strides, start,
+                                          dilations) for j in offsets(window))
+              if sl is not None]
+    m = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=np.float64)
+    for out_sl, in_sl in slices:
+        np.maximum(m[out_sl], ax[in_sl], out=m[out_sl])        # NaN propagates
+    scale = np.where(np.isfinite(m) & (m > 0), m, 1.0)
+    total = np.zeros_like(m)
+    with np.errstate(over="ignore", invalid="ignore"):    # only in windows discarded below
+        for out_sl, in_sl in slices:
+            total[out_sl] += (ax[in_sl] / scale[out_sl]) ** float(p)
+        result = np.where(np.isfinite(m) & (m > 0), m * total ** (1.0 / p), m)
+    result[np.isnan(m)] = np.nan                 # one NaN pattern, whatever the input's
+    y[...] = result.astype(y.dtype)
+
+
+def max_unpooling(x, indices, y, empty_index):
+    """``y`` = 0, then ``y.flat[indices[i]] = x[i]`` for every index other than
+    ``empty_index``; of two elements naming one position the later (in flat input order)
+    wins (SPEC 3.7). The indices are already checked to be in range."""
+    idx = indices.reshape(-1)
+    keep = np.arange(idx.size) if empty_index is None else \
+        np.flatnonzero(idx != np.asarray(empty_index).astype(idx.dtype))
+    targets = idx[keep].astype(np.int64)
+    # the last occurrence of each target: first occurrence in the reversed order
+    _, first_rev = np.unique(targets[::-1], return_index=True)
+    last = keep[len(keep) - 1 - first_rev]
+    flat = np.zeros(y.size, dtype=y.dtype)
+    flat[idx[last].astype(np.int64)] = x.reshape(-1)[last]
+    y[...] = flat.reshape(y.shape)
+
+
+def roi_pooling(x, regions, y):
+    """Max over each bin of each region (SPEC 3.8). ``regions`` is an int64 array
+    ``(R, 5)``: batch and the scaled, rounded corners ``x1, y1, x2, y2`` (already checked)."""
+    c, h, w = x.shape[1:]
+    ph_n, pw_n = y.shape[2:]
+    result = np.zeros(y.shape, dtype=y.dtype)
+    for r, (b, x1, y1, x2, y2) in enumerate(regions):
+        rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        for ph in range(ph_n):
+            h0 = min(max(ph * rh // ph_n + y1, 0), h)
+            h1 = min(max(-(-(ph + 1) * rh // ph_n) + y1, 0), h)
+            for pw in range(pw_n):
+                w0 = min(max(pw * rw // pw_n + x1, 0), w)
+                w1 = min(max(-(-(pw + 1) * rw // pw_n) + x1, 0), w)
+                if h0 >= h1 or w0 >= w1:
+                    continue
+                block = x[b, :, h0:h1, w0:w1].reshape(c, -1)
+                # argmax keeps the first maximum and the first NaN: SPEC 3.4's rules
+                pick = np.argmax(block, axis=1)
+                result[r, :, ph, pw] = block[np.arange(c), pick]
+    y[...] = result

@@ -1,0 +1,284 @@
+"""Compiled kernels for the rest of the pooling family (SPEC 3.2, 3.6, 3.7, 3.8): Lp pooling,
+the average-pooling gradient, max unpooling and ROI pooling.
+
+Each is one N-D kernel, parallel over independent pieces of the output (rows for Lp, (n, c)
+planes for the gradient and unpooling, (region, channel) pairs for ROI pooling), so results
+never depend on the thread count. Window elements are visited in row-major offset order, the
+order the reference backend uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange, types
+from numba.extending import overload
+
+from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
+from ._half import float_to_half, load, store
+
+_OPTS = dict(cache=True, nogil=True)
+
+
+@njit(**_OPTS)
+def _decode(r, sizes, first, last, coords):
+    """``r`` -> ``coords[first:last]`` over ``sizes`` (row-major)."""
+    rest = np.int64(r)
+    for d in range(last - 1, first - 1, -1):
+        coords[d] = rest % sizes[d]
+        rest //= sizes[d]
+
+
+@njit(inline="always", **_OPTS)
+def _window_offsets(coords, insz, xs, win, strd, pad, dil, offs, lo, hi, j):
+    """Element offsets ``Σ x_i * xs[2 + i]`` of the real elements of the window at output
+    position ``coords[2:]``, in row-major offset order. Returns how many."""
+    k = win.shape[0]
+    count = 1
+    for i in range(k):
+        q0 = coords[2 + i] * strd[i] - pad[i]
+        a = 0
+        if q0 < 0:
+            a = (-q0 + dil[i] - 1) // dil[i]
+        b = 0
+        if insz[2 + i] - 1 - q0 >= 0:
+            b = min(win[i], (insz[2 + i] - 1 - q0) // dil[i] + 1)
+        lo[i] = a
+        hi[i] = max(a, b)
+        count *= hi[i] - a
+    if count == 0:
+        return 0
+    for i in range(k):
+        j[i] = lo[i]
+    for t in range(count):
+        off = 0
+        for i in range(k):
+            off += (coords[2 + i] * strd[i] + j[i] * dil[i] - pad[i]) * xs[2 + i]
+        offs[t] = off
+        i = k - 1                                  # odometer, last dimension fastest
+        while i >= 0:
+            j[i] += 1
+            if j[i] < hi[i]:
+                break
+            j[i] = lo[i]
+            i -= 1
+    return count
+
+
+@njit(**_OPTS)
+def double_to_half(d):
+    """float64 -> float16 bits, rounded once (as NumPy's ``astype``): round to odd into
+    float32 (which keeps the sticky bit), then to nearest even into float16."""
+    f = np.float32(d)
+    if np.isfinite(f) and np.float64(f) != d:
+        bits = f.view(np.uint32)
+        if abs(np.float64(f)) > abs(d):            # truncate toward zero
+            bits = np.uint32(bits - np.uint32(1))
+        f = np.uint32(bits | np.uint32(1)).view(np.float32)
+    elif not np.isfinite(f) and np.isfinite(d):    # beyond float32: inf in float16 as well
+        f = np.float32(np.inf) if d > 0 else np.float32(-np.inf)
+    return float_to_half(f)
+
+
+def store_double(v, tag, out_dtype):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(store_double)
+def _store_double(v, tag, out_dtype):
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        return lambda v, tag, out_dtype: double_to_half(v)
+    return lambda v, tag, out_dtype: out_dtype(v)
+
+
+@njit(parallel=True, **_OPTS)
+def lp_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
+    """``(Σ |x|^p)^(1/p)`` per window, in float64 as ``m * (Σ (|x|/m)^p)^(1/p)``."""
+    rank = insz.shape[0]
+    k = rank - 2
+    volume = 1
+    for i in range(k):
+        volume *= win[i]
+    rows = 1
+    for d in range(rank - 1):
+        rows *= outsz[d]
+    olast = outsz[rank - 1]
+    fp = np.float64(p)
+    inv = 1.0 / fp
+    for r in prange(rows):
+        coords = np.empty(rank, np.int64)
+        lo = np.empty(k, np.int64)
+        hi = np.empty(k, np.int64)
+        j = np.empty(k, np.int64)
+        offs = np.empty(volume, np.int64)
+        vals = np.empty(volume, np.float64)
+        _decode(r, outsz, 0, rank - 1, coords)
+        xrow = xo + coords[0] * xs[0] + coords[1] * xs[1]
+        yrow = yo
+        for d in range(rank - 1):
+            yrow += coords[d] * ys[d]
+        for o in range(olast):
+            coords[rank - 1] = o
+            n = _window_offsets(coords, insz, xs, win, strd, pad, dil, offs, lo, hi, j)
+            m = 0.0
+            nan = False
+            for t in range(n):
+                v = abs(np.float64(load(xb[xrow + offs[t]], tag)))
+                vals[t] = v
+                if v != v:
+                    nan = True
+                elif v > m:
+                    m = v
+            if nan:
+                result = np.nan
+            elif m == 0.0 or m == np.inf:
+                result = m
+            else:
+                total = 0.0
+                for t in range(n):
+                    total += (vals[t] / m) ** fp
+                result = m * total ** inv
+            yb[yrow + o * ys[rank - 1]] = store_double(result, tag, yb.dtype.type)
+
+
+@njit(parallel=True, **_OPTS)
+def average_grad_kernel(gb, go, gs, outsz, db, do, ds, insz, win, strd, pad, dil, counts,
+                        cstart, tag, acc_proto):
+    """Per (n, c) plane: each incoming value / its divisor is added to the real elements of
+    its window, visiting the windows in ascending output order (so every element sums its
+    contributions in that order, from +0.0), in the accumulator's type."""
+    rank = insz.shape[0]
+    k = rank - 2
+    planes = insz[0] * insz[1]
+    plane_in = 1
+    plane_out = 1
+    volume = 1
+    for i in range(k):
+        plane_in *= insz[2 + i]
+        plane_out *= outsz[2 + i]
+        volume *= win[i]
+    pitch = np.ones(rank, np.int64)                # packed strides of one input plane
+    for d in range(rank - 2, 1, -1):
+        pitch[d] = pitch[d + 1] * insz[d + 1]
+    for pl in prange(planes):
+        coords = np.empty(rank, np.int64)
+        lo = np.empty(k, np.int64)
+        hi = np.empty(k, np.int64)
+        j = np.empty(k, np.int64)
+        offs = np.empty(volume, np.int64)
+        acc = np.zeros(plane_in, acc_proto.dtype)
+        _decode(pl, insz, 0, 2, coords)
+        gplane = go + coords[0] * gs[0] + coords[1] * gs[1]
+        dplane = do + coords[0] * ds[0] + coords[1] * ds[1]
+        for q in range(plane_out):
+            _decode(q, outsz, 2, rank, coords)
+            div = 1
+            e = gplane
+            for i in range(k):
+                div *= counts[cstart[i] + coords[2 + i]]
+                e += coords[2 + i] * gs[2 + i]
+            if div == 0:
+                continue
+            v = acc_proto.dtype.type(load(gb[e], tag)) / acc_proto.dtype.type(div)
+            n = _window_offsets(coords, insz, pitch, win, strd, pad, dil, offs, lo, hi, j)
+            for t in range(n):
+                acc[offs[t]] += v
+        for q in range(plane_in):
+            _decode(q, insz, 2, rank, coords)
+            e = dplane
+            for i in range(k):
+                e += coords[2 + i] * ds[2 + i]
+            db[e] = store(acc[q], tag, db.dtype.type)
+
+
+@njit(**_OPTS)
+def _offset(flat, sizes, strides, base):
+    """Memory offset of the element with row-major position ``flat`` over ``sizes``."""
+    e = np.int64(base)
+    rest = np.int64(flat)
+    for d in range(sizes.shape[0] - 1, -1, -1):
+        e += (rest % sizes[d]) * strides[d]
+        rest //= sizes[d]
+    return e
+
+
+@njit(parallel=True, **_OPTS)
+def unpool_local(ib, io, ist, insz, outsz, empty, skip):
+    """Whether every index of plane (n, c) names an element of the output's plane (n, c),
+    so the planes can be scattered in parallel."""
+    planes = insz[0] * insz[1]
+    plane_in = 1
+    plane_out = 1
+    for d in range(2, insz.shape[0]):
+        plane_in *= insz[d]
+        plane_out *= outsz[d]
+    bad = 0
+    for pl in prange(planes):
+        lo = pl * plane_out
+        for q in range(plane_in):
+            v = ib[_offset(pl * plane_in + q, insz, ist, io)]
+            if skip and v == empty:
+                continue
+            iv = np.int64(v)                       # in range: checked before the kernel
+            if iv < lo or iv >= lo + plane_out:
+                bad += 1
+    return bad == 0
+
+
+@njit(parallel=True, **_OPTS)
+def unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local):
+    """Zero the output, then write each input element at its index, in flat input order
+    (the later of two elements naming one position wins). Parallel over planes when every
+    index stays in its own plane, else one pass in order."""
+    total = 1
+    for d in range(outsz.shape[0]):
+        total *= outsz[d]
+    for q in prange(total):
+        yb[_offset(q, outsz, ys, yo)] = 0
+    planes = insz[0] * insz[1]
+    plane_in = 1
+    for d in range(2, insz.shape[0]):
+        plane_in *= insz[d]
+    parts = planes if local else 1
+    for part in prange(parts):
+        first = part * plane_in if local else 0
+        last = first + plane_in if local else planes * plane_in
+        for q in range(first, last):
+            v = ib[_offset(q, insz, ist, io)]
+            if skip and v == empty:
+                continue
+            yb[_offset(np.int64(v), outsz, ys, yo)] = xb[_offset(q, insz, xs, xo)]
+
+
+@njit(parallel=True, **_OPTS)
+def roi_kernel(xb, xo, xs, regions, yb, yo, ys, outsz, h, w, tag):
+    """Per (region, channel): each bin's maximum by SPEC 3.4's rules (the first maximum, the
+    first NaN), its bits copied; an empty bin gives 0."""
+    nroi, c, ph_n, pw_n = outsz[0], outsz[1], outsz[2], outsz[3]
+    for rc in prange(nroi * c):
+        r = rc // c
+        ch = rc % c
+        b, x1, y1 = regions[r, 0], regions[r, 1], regions[r, 2]
+        rh = max(regions[r, 4] - y1 + 1, 1)
+        rw = max(regions[r, 3] - x1 + 1, 1)
+        xplane = xo + b * xs[0] + ch * xs[1]
+        yplane = yo + r * ys[0] + ch * ys[1]
+        for ph in range(ph_n):
+            h0 = min(max(ph * rh // ph_n + y1, 0), h)
+            h1 = min(max(-((-(ph + 1) * rh) // ph_n) + y1, 0), h)
+            for pw in range(pw_n):
+                w0 = min(max(pw * rw // pw_n + x1, 0), w)
+                w1 = min(max(-((-(pw + 1) * rw) // pw_n) + x1, 0), w)
+                e = yplane + ph * ys[2] + pw * ys[3]
+                if h0 >= h1 or w0 >= w1:
+                    yb[e] = 0
+                    continue
+                best_e = xplane + h0 * xs[2] + w0 * xs[3]
+                best = load(xb[best_e], tag)
+                for hh in range(h0, h1):
+                    for ww in range(w0, w1):
+                        f = xplane + hh * xs[2] + ww * xs[3]
+                        v = load(xb[f], tag)
+                        if (v > best) | ((v != v) & (best == best)):
+                            best = v
+                            best_e = f
+                yb[e] = xb[best_e]
