@@ -118,6 +118,18 @@ EXPECTED = {
     "padding1_wrap.json": {"output": rows((WRAP_7 + WRAP_3, 4))},
     # a FLOAT16 PaddingValue given as a number is a value
     "padding1_float16.json": {"output": rows([0.5] * 5, [1, 2, 0.5, 0.5, 3, 4], [0.5] * 5)},
+    # SPEC 3.2
+    "average_pooling_grad.json": {"output_gradient": [0.25, 0.75, 0.5, 1, 2.5, 1.5, 0.75,
+                                                      1.75, 1]},
+    # P = 2 over [[1,0,3],[0,0,4],[6,8,8]]: 1, sqrt(9+16), sqrt(36+64), sqrt(16+64+64)
+    "lp_pooling.json": {"output": [1, 5, 10, 12]},
+    # P = 1, dilation 2 over -1..-16: |x| summed over {1,3,9,11}, {2,4,10,12}, ...
+    "lp_pooling1_dilations.json": {"output": [24, 28, 40, 44]},
+    # max pooling's indices fed to unpooling: each maximum back in its place, zeros elsewhere
+    "max_unpooling.json": {"indices": [1, 6, 8, 15],
+                           "unpooled": [0, 9, 0, 0, 0, 0, 8, 0, 7, 0, 0, 0, 0, 0, 0, 9]},
+    # 0..15 (4x4): the whole input in 2x2 bins, then the 2x2 region at (1, 1) in 1x1 bins
+    "roi_pooling.json": {"output": [5, 7, 13, 15, 5, 6, 9, 10]},
 }
 
 

@@ -415,7 +415,8 @@ def _compile_pool(desc, level, names):
     params = _pool_params(desc, names, x.rank)
     # phase 3: values
     _tensor_phase3(desc, names)
-    geometry = _pool.geometry(row, names, forward_in.sizes, params, forward_out.sizes)
+    geometry = _pool.geometry(row, names, forward_in.sizes, params, forward_out.sizes,
+                              None if level is None else OPERATORS[op].extended)
     include = _bool_field(desc, names, "include_padding") if hasattr(desc, "include_padding") \
         else False
     p = _pool.check_p(desc.p, names) if kind == "lp" else None

@@ -712,7 +712,8 @@ def _parse_dispatchable(name: str, value, path: str, level, backend) -> Dispatch
     bind_points = _bind_points(cls)
     optional = {f for f, _, opt in bind_points if opt}
     for f in fields:
-        if f.name in kwargs or f.name in _OPTIONAL_FIELDS or f.name in optional:
+        if f.name in kwargs or f.name in _OPTIONAL_FIELDS or f.name in optional or \
+                f.name in getattr(cls, "_json_optional", ()):
             continue
         if not _is_tensor_field(f.name) and f.name not in _KNOWN_FIELDS and \
                 (f.default is not dataclasses.MISSING

@@ -77,15 +77,20 @@ def check_sizes(sizes, names, field):
                                 f"may be 0, and only in the functional API)")
 
 
-def geometry(row, names, in_sizes, params, output_sizes):
+def geometry(row, names, in_sizes, params, output_sizes, extended=None):
     """Values (phase 3): window values, fit, output sizes ``F`` or ``F + 1``.
 
     ``output_sizes`` is None (floor) or the full output sizes, indexed as canonical full
-    dimensions (the caller's Names maps them to its own spelling).
+    dimensions (the caller's Names maps them to its own spelling). ``extended`` is the
+    operator's extended-mode row when a feature level is targeted.
     """
     w, s, a, b, d = params
     check_window_values(w, s, a, b, d, names)
     if not row.dilations and any(v != 1 for v in d):
+        if extended is not None and extended.dilations:    # e.g. AVERAGE_POOLING_GRAD's
+            raise names.unsupported(f"{names('dilations')} = {list(d)}: this operator's "
+                                    f"dilations are a dmlops extension; they need extended "
+                                    f"mode (no feature level)")
         raise names.invalid(f"{names('dilations')} = {list(d)}: this operator has no "
                             f"dilations (they must all be 1)")
     check_fits(in_sizes[2:], w, s, a, b, d, names)
@@ -269,7 +274,7 @@ def roi_regions(plan: RoiPlan, rois: np.ndarray, names) -> np.ndarray:
         batch = np.trunc(r[:, 0])
         corners = _round_half_away(r[:, 1:] * plan.spatial_scale)
     for i in range(r.shape[0]):
-        b = r[i, 0]
+        b = float(r[i, 0])
         if np.isnan(b):
             raise names.invalid(f"{field}[{i}] has batch index NaN; it must be a number in "
                                 f"[0, {n})")
@@ -280,9 +285,9 @@ def roi_regions(plan: RoiPlan, rois: np.ndarray, names) -> np.ndarray:
         if bad.any():
             j = int(np.argmax(bad))
             raise names.invalid(
-                f"{field}[{i}] has {'x1 y1 x2 y2'.split()[j]} = {r[i, 1 + j]!r}, which scaled by "
-                f"{plan.spatial_scale} is {corners[i, j]}; a scaled corner must be finite and "
-                f"within ±2^31")
+                f"{field}[{i}] has {'x1 y1 x2 y2'.split()[j]} = {float(r[i, 1 + j])!r}, "
+                f"which scaled by {plan.spatial_scale} is {corners[i, j]}; a scaled corner "
+                f"must be finite and within ±2^31")
     return np.concatenate([batch[:, None], corners], axis=1).astype(np.int64)
 
 
