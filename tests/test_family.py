@@ -352,3 +352,35 @@ def test_roi_pooling_desc_and_levels():
                                output_tensor=td("FLOAT32", (2, 1, 2, 2)),
                                spatial_scale=1.0, pooled_size=(2, 2))
     expect(Uns, lambda: dml.compile_operator(mixed), words=("roi_tensor", "FLOAT16"))
+
+
+# --- dmlops run ----------------------------------------------------------------------------
+
+def _model_errors():
+    from test_cli import example
+    unpool = example("max_unpooling.json")
+    unpool["commands"] = unpool["commands"][1:]             # indices from the resource
+    unpool["resources"]["indices"]["initialValues"] = [0, 5, 99, 3]
+    roi = example("roi_pooling.json")
+    roi["resources"]["rois"]["initialValues"] = [0, 0, 0, 3, 3, 2, 1, 1, 2, 2]
+    roi_size = example("roi_pooling.json")
+    del roi_size["dispatchables"]["roi_pool"]["desc"]["PooledSize"]["Width"]
+    lp = example("lp_pooling.json")
+    del lp["dispatchables"]["l2_pool"]["desc"]["P"]
+    grad = example("average_pooling_grad.json")
+    grad["dispatchables"]["avg_grad"]["desc"]["Dilations"] = [1, 3]
+    return [
+        (unpool, "commands[0].bindings.IndicesTensor", "= 99 is outside"),
+        (roi, "commands[0].bindings.ROITensor", "batch index 2.0"),
+        (roi_size, "dispatchables.roi_pool.desc.PooledSize.Width", "missing"),
+        (lp, "dispatchables.l2_pool.desc.P", "missing"),
+        (grad, "dispatchables.avg_grad.desc.WindowSize[1]", "dilation 3"),
+    ]
+
+
+@pytest.mark.parametrize("number", range(5))
+def test_run_errors_name_the_json_location(number, capsys, tmp_path):
+    from test_cli import run_cli, write_model
+    model, where, what = _model_errors()[number]
+    rc, out, err = run_cli(capsys, "run", str(write_model(tmp_path, model)))
+    assert rc == 2 and where in err and what in err, err
