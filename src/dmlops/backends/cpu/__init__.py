@@ -225,7 +225,8 @@ def max_unpooling(x, indices, y, empty_index):
     empty = _bits(empty)[()]
     insz, outsz = ints(x.shape), ints(y.shape)
     local = _f.unpool_local(ib, io, ist, insz, outsz, empty, skip)
-    _f.unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local)
+    _f.unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local,
+                     y.flags.c_contiguous)
 
 
 def roi_pooling(x, regions, y):

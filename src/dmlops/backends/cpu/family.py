@@ -134,18 +134,65 @@ def lp_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
                 result = m
             else:
                 total = 0.0
-                for t in range(n):
-                    total += (vals[t] / m) ** fp
-                result = m * total ** inv
+                if p == 1:
+                    for t in range(n):
+                        total += vals[t] / m
+                    result = m * total
+                elif p == 2:                       # as NumPy's fast paths: square, sqrt
+                    for t in range(n):
+                        r = vals[t] / m
+                        total += r * r
+                    result = m * np.sqrt(total)
+                else:
+                    for t in range(n):
+                        total += (vals[t] / m) ** fp
+                    result = m * total ** inv
             yb[yrow + o * ys[rank - 1]] = store_double(result, tag, yb.dtype.type)
+
+
+@njit(inline="always", **_OPTS)
+def _step2(idx, sizes, s1, s2, first, e1, e2):
+    """Advance the row-major counter ``idx[first:]`` over ``sizes`` by one element, and with
+    it the memory offsets ``e1``, ``e2`` of two tensors of those sizes (no divisions)."""
+    d = sizes.shape[0] - 1
+    while d >= first:
+        idx[d] += 1
+        e1 += s1[d]
+        e2 += s2[d]
+        if idx[d] < sizes[d]:
+            break
+        e1 -= idx[d] * s1[d]
+        e2 -= idx[d] * s2[d]
+        idx[d] = 0
+        d -= 1
+    return e1, e2
+
+
+@njit(inline="always", **_OPTS)
+def _step(idx, sizes, strides, first, e):
+    return _step2(idx, sizes, strides, strides, first, e, e)[0]
+
+
+@njit(inline="always", **_OPTS)
+def _out_range(j, size, out_size, stride, pad, dilation):
+    """Output positions ``o`` whose element ``o*stride + j*dilation - pad`` is real."""
+    shift = j * dilation - pad
+    lo = 0
+    if shift < 0:
+        lo = (-shift + stride - 1) // stride
+    if size - 1 - shift < 0:
+        return 0, 0
+    hi = min(out_size, (size - 1 - shift) // stride + 1)
+    return lo, max(hi, lo)
 
 
 @njit(parallel=True, **_OPTS)
 def average_grad_kernel(gb, go, gs, outsz, db, do, ds, insz, win, strd, pad, dil, counts,
                         cstart, tag, acc_proto):
-    """Per (n, c) plane: each incoming value / its divisor is added to the real elements of
-    its window, visiting the windows in ascending output order (so every element sums its
-    contributions in that order, from +0.0), in the accumulator's type."""
+    """Per (n, c) plane: ``g = dy / divisor``, then for each window offset, in descending
+    row-major order, ``g`` is added to the elements that offset reaches. For one element the
+    offsets come in ascending output order, so it sums its contributions in that order, from
+    +0.0, in the accumulator's type (as the reference backend does, slice by slice)."""
     rank = insz.shape[0]
     k = rank - 2
     planes = insz[0] * insz[1]
@@ -156,38 +203,60 @@ def average_grad_kernel(gb, go, gs, outsz, db, do, ds, insz, win, strd, pad, dil
         plane_in *= insz[2 + i]
         plane_out *= outsz[2 + i]
         volume *= win[i]
-    pitch = np.ones(rank, np.int64)                # packed strides of one input plane
+    ipitch = np.ones(rank, np.int64)               # packed strides of one plane
+    opitch = np.ones(rank, np.int64)
     for d in range(rank - 2, 1, -1):
-        pitch[d] = pitch[d + 1] * insz[d + 1]
+        ipitch[d] = ipitch[d + 1] * insz[d + 1]
+        opitch[d] = opitch[d + 1] * outsz[d + 1]
+    sk = strd[k - 1]
     for pl in prange(planes):
-        coords = np.empty(rank, np.int64)
+        idx = np.zeros(rank, np.int64)
+        j = np.empty(k, np.int64)
         lo = np.empty(k, np.int64)
         hi = np.empty(k, np.int64)
-        j = np.empty(k, np.int64)
-        offs = np.empty(volume, np.int64)
         acc = np.zeros(plane_in, acc_proto.dtype)
-        _decode(pl, insz, 0, 2, coords)
-        gplane = go + coords[0] * gs[0] + coords[1] * gs[1]
-        dplane = do + coords[0] * ds[0] + coords[1] * ds[1]
+        g = np.empty(plane_out, acc_proto.dtype)
+        _decode(pl, insz, 0, 2, idx)
+        e = go + idx[0] * gs[0] + idx[1] * gs[1]
+        dplane = do + idx[0] * ds[0] + idx[1] * ds[1]
+        idx[:] = 0
         for q in range(plane_out):
-            _decode(q, outsz, 2, rank, coords)
             div = 1
-            e = gplane
             for i in range(k):
-                div *= counts[cstart[i] + coords[2 + i]]
-                e += coords[2 + i] * gs[2 + i]
-            if div == 0:
+                div *= counts[cstart[i] + idx[2 + i]]
+            g[q] = acc_proto.dtype.type(load(gb[e], tag)) / acc_proto.dtype.type(max(div, 1))
+            e = _step(idx, outsz, gs, 2, e)
+        for jn in range(volume - 1, -1, -1):
+            rest = jn
+            empty = False
+            for i in range(k - 1, -1, -1):
+                j[i] = rest % win[i]
+                rest //= win[i]
+                lo[i], hi[i] = _out_range(j[i], insz[2 + i], outsz[2 + i], strd[i], pad[i],
+                                          dil[i])
+                empty |= hi[i] <= lo[i]
+            if empty:
                 continue
-            v = acc_proto.dtype.type(load(gb[e], tag)) / acc_proto.dtype.type(div)
-            n = _window_offsets(coords, insz, pitch, win, strd, pad, dil, offs, lo, hi, j)
-            for t in range(n):
-                acc[offs[t]] += v
+            rows = 1
+            for i in range(k - 1):
+                rows *= hi[i] - lo[i]
+            for r in range(rows):                   # the outer output coordinates, in order
+                rest = r
+                obase = 0
+                xbase = 0
+                for i in range(k - 2, -1, -1):
+                    o = lo[i] + rest % (hi[i] - lo[i])
+                    rest //= hi[i] - lo[i]
+                    obase += o * opitch[2 + i]
+                    xbase += (o * strd[i] + j[i] * dil[i] - pad[i]) * ipitch[2 + i]
+                xbase += j[k - 1] * dil[k - 1] - pad[k - 1]
+                for o in range(lo[k - 1], hi[k - 1]):
+                    acc[xbase + o * sk] += g[obase + o]
+        idx[:] = 0
+        e = dplane
         for q in range(plane_in):
-            _decode(q, insz, 2, rank, coords)
-            e = dplane
-            for i in range(k):
-                e += coords[2 + i] * ds[2 + i]
             db[e] = store(acc[q], tag, db.dtype.type)
+            e = _step(idx, insz, ds, 2, e)
 
 
 @njit(**_OPTS)
@@ -205,48 +274,64 @@ def _offset(flat, sizes, strides, base):
 def unpool_local(ib, io, ist, insz, outsz, empty, skip):
     """Whether every index of plane (n, c) names an element of the output's plane (n, c),
     so the planes can be scattered in parallel."""
+    rank = insz.shape[0]
     planes = insz[0] * insz[1]
     plane_in = 1
     plane_out = 1
-    for d in range(2, insz.shape[0]):
+    for d in range(2, rank):
         plane_in *= insz[d]
         plane_out *= outsz[d]
     bad = 0
     for pl in prange(planes):
-        lo = pl * plane_out
+        idx = np.zeros(rank, np.int64)
+        e = _offset(pl * plane_in, insz, ist, io)
+        first = pl * plane_out
         for q in range(plane_in):
-            v = ib[_offset(pl * plane_in + q, insz, ist, io)]
+            v = ib[e]
+            e = _step(idx, insz, ist, 2, e)
             if skip and v == empty:
                 continue
             iv = np.int64(v)                       # in range: checked before the kernel
-            if iv < lo or iv >= lo + plane_out:
+            if iv < first or iv >= first + plane_out:
                 bad += 1
     return bad == 0
 
 
 @njit(parallel=True, **_OPTS)
-def unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local):
+def unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local,
+                  y_packed):
     """Zero the output, then write each input element at its index, in flat input order
     (the later of two elements naming one position wins). Parallel over planes when every
-    index stays in its own plane, else one pass in order."""
-    total = 1
-    for d in range(outsz.shape[0]):
-        total *= outsz[d]
-    for q in prange(total):
-        yb[_offset(q, outsz, ys, yo)] = 0
+    index stays in its own plane, else one pass in order. ``y_packed``: the output is
+    C-contiguous, so an index is its offset."""
+    rank = insz.shape[0]
     planes = insz[0] * insz[1]
     plane_in = 1
-    for d in range(2, insz.shape[0]):
+    plane_out = 1
+    for d in range(2, rank):
         plane_in *= insz[d]
+        plane_out *= outsz[d]
+    for pl in prange(outsz[0] * outsz[1]):
+        idx = np.zeros(rank, np.int64)
+        e = _offset(pl * plane_out, outsz, ys, yo)
+        for q in range(plane_out):
+            yb[e] = 0
+            e = _step(idx, outsz, ys, 2, e)
     parts = planes if local else 1
     for part in prange(parts):
+        idx = np.zeros(rank, np.int64)
         first = part * plane_in if local else 0
-        last = first + plane_in if local else planes * plane_in
-        for q in range(first, last):
-            v = ib[_offset(q, insz, ist, io)]
-            if skip and v == empty:
-                continue
-            yb[_offset(np.int64(v), outsz, ys, yo)] = xb[_offset(q, insz, xs, xo)]
+        count = plane_in if local else planes * plane_in
+        ex = _offset(first, insz, xs, xo)
+        ei = _offset(first, insz, ist, io)
+        _decode(first, insz, 0, rank, idx)
+        top = 2 if local else 0
+        for q in range(count):
+            v = ib[ei]
+            if not (skip and v == empty):
+                target = yo + np.int64(v) if y_packed else _offset(np.int64(v), outsz, ys, yo)
+                yb[target] = xb[ex]
+            ex, ei = _step2(idx, insz, xs, ist, top, ex, ei)   # one counter, two tensors
 
 
 @njit(parallel=True, **_OPTS)
