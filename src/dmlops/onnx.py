@@ -362,6 +362,19 @@ def _quant_param(v, c, label, name, channel_axis_size):
                                f"(per tensor) or {c} values (per channel)")
 
 
+def _phantoms_as_padding(x_shape, args) -> dict:
+    """ONNX Runtime's QLinearAveragePool with ``count_include_pad`` divides a ceil-mode
+    window that reaches past the end padding by the whole kernel size: its phantom positions
+    count. DirectML never counts phantoms, so they become end padding (read as zero, counted
+    with IncludePadding); the output size, now the floor size, is unchanged."""
+    end = list(args["end_padding"])
+    for d, o in enumerate(args["output_sizes"][2:]):
+        e = (args["window_size"][d] - 1) * args["dilations"][d] + 1
+        p = x_shape[2 + d] + args["start_padding"][d] + end[d]
+        end[d] += max(0, (o - 1) * args["strides"][d] + e - p)
+    return {**args, "end_padding": tuple(end)}
+
+
 def _qlinear_average_pool(label, attrs, inputs, n_out, backend):
     x = _input(inputs, 0, label, "X")
     if x.ndim < 3:
@@ -373,6 +386,8 @@ def _qlinear_average_pool(label, attrs, inputs, n_out, backend):
     c, k = x.shape[1], x.ndim - 2
     args = pool_arguments(x.shape, attrs, label)
     include = _flag(attrs, "count_include_pad", label)
+    if include:
+        args = _phantoms_as_padding(x.shape, args)
     s_in = _quant_param(_input(inputs, 1, label, "x_scale"), c, label, "x_scale", k)
     s_out = _quant_param(_input(inputs, 3, label, "y_scale"), c, label, "y_scale", k)
     zps = []

@@ -1,0 +1,247 @@
+"""dmlops.onnx beyond ONNX's own cases: ONNX Runtime as an oracle on random nodes, small
+multi-node models, the layout and shape conversions, and the errors.
+
+ONNX Runtime is compared only where ONNX defines the result and ONNX Runtime's CPU kernels
+follow it; the places where they do not are listed in the README ("ONNX") and pinned here.
+"""
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import dmlops as dml  # noqa: E402
+import dmlops.onnx as dox  # noqa: E402
+
+F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+_ONNX_TYPES = {np.dtype(t): helper.np_dtype_to_tensor_dtype(np.dtype(t)) for t in (
+    np.float32, np.float64, np.float16, np.int32, np.int64, np.int8, np.uint8, np.bool_)}
+
+
+def _info(name, dtype, rank):
+    dims = [f"{name}_{d}" for d in range(rank)]
+    return helper.make_tensor_value_info(name, _ONNX_TYPES[np.dtype(dtype)], dims)
+
+
+def _model(nodes, inputs, outputs, initializers=()):
+    """A model ONNX Runtime 1.31 loads (IR 10, opset 21); inputs and outputs are
+    (name, dtype, rank)."""
+    graph = helper.make_graph(nodes, "g", [_info(*i) for i in inputs],
+                              [_info(*o) for o in outputs], initializer=list(initializers))
+    return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def _ort(model, feeds):
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def _run_both(node, arrays, out_types, out_rank):
+    names = list(node.input)
+    model = _model([node], [(n, a.dtype, a.ndim) for n, a in zip(names, arrays)],
+                   [(n, t, out_rank) for n, t in zip(node.output, out_types)])
+    want = _ort(model, dict(zip(names, arrays)))
+    got = dox.run_model(model, arrays)
+    return got, want
+
+
+def _geometry(rng, k, dilations=True):
+    """Sizes and pooling attributes inside what ONNX Runtime's CPU kernels accept and agree
+    on: pads smaller than the window, SAME only without dilations and with a non-negative
+    total."""
+    sizes = [int(rng.integers(1, 6 if k == 3 else 10)) for _ in range(k)]
+    kernel = [int(rng.integers(1, 5)) for _ in range(k)]
+    strides = [int(rng.integers(1, 4)) for _ in range(k)]
+    dil = [int(rng.integers(1, 3)) if dilations else 1 for _ in range(k)]
+    attrs = dict(kernel_shape=kernel, strides=strides)
+    if any(d > 1 for d in dil):
+        attrs["dilations"] = dil
+    if rng.random() < 0.15 and "dilations" not in attrs:
+        for i in range(k):
+            while (-(-sizes[i] // strides[i]) - 1) * strides[i] + kernel[i] < sizes[i]:
+                kernel[i] += 1
+        attrs["auto_pad"] = str(rng.choice(["SAME_UPPER", "SAME_LOWER"]))
+    else:
+        pads = [int(rng.integers(0, w)) for w in kernel + kernel]
+        for i in range(k):
+            while sizes[i] + pads[i] + pads[k + i] < (kernel[i] - 1) * dil[i] + 1:
+                sizes[i] += 1
+        attrs["pads"] = pads
+        if rng.random() < 0.3:
+            attrs["ceil_mode"] = 1
+    return sizes, attrs
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool", "LpPool", "GlobalAveragePool",
+                                "GlobalMaxPool"])
+def test_pooling_matches_onnxruntime(op):
+    rng = np.random.default_rng(["AveragePool", "MaxPool", "LpPool", "GlobalAveragePool",
+                                 "GlobalMaxPool"].index(op))
+    for _ in range(60):
+        k = int(rng.choice([1, 2, 2, 3]))
+        sizes, attrs = _geometry(rng, k)
+        if op.startswith("Global"):
+            attrs = {}
+        elif op == "AveragePool":
+            attrs["count_include_pad"] = int(rng.integers(0, 2))
+        elif op == "LpPool":
+            attrs["p"] = int(rng.integers(1, 4))
+        x = rng.standard_normal([int(rng.integers(1, 3)), int(rng.integers(1, 4))] + sizes)
+        x = x.astype(np.float32)
+        outputs, types = ["y"], [np.float32]
+        if op == "MaxPool" and rng.random() < 0.7:
+            outputs, types = ["y", "i"], [np.float32, np.int64]
+            attrs["storage_order"] = int(rng.integers(0, 2))
+            if rng.random() < 0.3:
+                x = np.round(x)          # ties: the lowest index wins in both
+        node = helper.make_node(op, ["x"], outputs, **attrs)
+        got, want = _run_both(node, [x], types, x.ndim)
+        assert [g.shape for g in got] == [w.shape for w in want], attrs
+        if op == "MaxPool":
+            # A window of padding only (dilations can skip every real element): DirectML
+            # gives -inf and index -1, ONNX Runtime the lowest float and an arbitrary index.
+            empty = got[0] == -np.inf
+            assert np.all(want[0][empty] == np.finfo(np.float32).min), attrs
+            np.testing.assert_array_equal(got[0][~empty], want[0][~empty], str(attrs))
+            if len(got) == 2:
+                assert np.all(got[1][empty] == -1)
+                np.testing.assert_array_equal(got[1][~empty], want[1][~empty], str(attrs))
+        else:
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6,
+                                       err_msg=str(attrs))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_])
+def test_pad_matches_onnxruntime(dtype):
+    rng = np.random.default_rng(np.dtype(dtype).num)
+    for _ in range(40):
+        rank = int(rng.integers(1, 5))
+        shape = [int(rng.integers(1, 6)) for _ in range(rank)]
+        mode = str(rng.choice(["constant", "edge", "reflect", "wrap"]))
+        axes = list(range(rank))
+        if rng.random() < 0.4:
+            axes = sorted(rng.choice(rank, size=int(rng.integers(1, rank + 1)), replace=False))
+            axes = [int(a) - (rank if rng.random() < 0.5 else 0) for a in axes]
+        pads = []
+        for side in range(2):
+            for a in axes:
+                n = shape[a]
+                # ONNX Runtime's reflect needs pads < n; negative pads crop first in both
+                hi = n - 1 if mode == "reflect" else n + 2
+                lo = 0 if mode == "reflect" else -((n - 1) // 2)
+                pads.append(int(rng.integers(lo, hi + 1)) if hi >= lo else 0)
+        x = rng.integers(-50, 200, size=shape).astype(dtype)
+        args = [("x", x), ("pads", np.array(pads, np.int64)), ("", None)]
+        if mode == "constant":
+            args[2] = ("value", np.array(rng.integers(0, 100), dtype))
+        if axes != list(range(rank)):
+            args.append(("axes", np.array(axes, np.int64)))
+        node = helper.make_node("Pad", [n for n, _ in args], ["y"], mode=mode)
+        feeds = [(n, a) for n, a in args if n]
+        model = _model([node], [(n, a.dtype, a.ndim) for n, a in feeds], [("y", dtype, rank)])
+        want = _ort(model, dict(feeds))[0]
+        got = dox.run_model(model, [a for _, a in feeds])[0]
+        np.testing.assert_array_equal(got, want, str((mode, shape, pads, axes)))
+        assert got.dtype == want.dtype
+
+
+def test_pad_beyond_onnxruntime_follows_numpy():
+    # reflect wider than the axis and over a single element: NumPy's np.pad (ONNX's
+    # reference); negative pads crop first.
+    x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
+    pads = np.array([0, 2, 7, 1, 1, 5])
+    y = dox.run_node(node, [x, pads])[0]
+    np.testing.assert_array_equal(y, np.pad(x, [(0, 1), (2, 1), (7, 5)], mode="reflect"))
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge")
+    y = dox.run_node(node, [x, np.array([0, -1, 2, 0, 0, -1])])[0]
+    np.testing.assert_array_equal(y, np.pad(x[:, 1:, :2], [(0, 0), (0, 0), (2, 0)], "edge"))
+
+
+def test_pad_opset2_attributes():
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    node = helper.make_node("Pad", ["x"], ["y"], mode="constant", pads=[0, 0, 1, 0, 0, 0, 0, 1],
+                            value=-1.5)
+    y = dox.run_node(node, [x])[0]
+    np.testing.assert_array_equal(y, np.pad(x, [(0, 0), (0, 0), (1, 0), (0, 1)],
+                                            constant_values=-1.5))
+
+
+def test_storage_order_column_major_3d():
+    # index = ((n*C + c)*W + w)*H + h for 2-D; for 3-D the first spatial dimension fastest
+    x = np.random.default_rng(3).standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2],
+                            strides=[2, 1, 3], storage_order=1)
+    y, i = dox.run_node(node, [x])
+    _, rows = dml.max_pooling(x, 2, strides=(2, 1, 3), output_indices=True,
+                              indices_dtype=np.int64)
+    n_c, rem = np.divmod(rows, 4 * 5 * 6)
+    d, h, w = np.unravel_index(rem, (4, 5, 6))
+    np.testing.assert_array_equal(i, n_c * 120 + (w * 5 + h) * 4 + d)
+    np.testing.assert_array_equal(x.ravel()[rows], y)
+
+
+def test_maxpool_maxunpool_model_and_output_shape():
+    # a two-node model; MaxUnpool's output_shape pads the default shape at the end
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    shape = numpy_helper.from_array(np.array([1, 2, 5, 6], np.int64), "shape")
+    nodes = [helper.make_node("MaxPool", ["x"], ["v", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["v", "i"], ["u"], kernel_shape=[2, 2],
+                              strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["v", "i", "shape"], ["w"], kernel_shape=[2, 2],
+                              strides=[2, 2])]
+    model = _model(nodes, [("x", np.float32, 4)], [("u", np.float32, 4), ("w", np.float32, 4)],
+                   [shape])
+    u, w = dox.prepare(model).run({"x": x})
+    want_u, want_w = _ort(model, {"x": x})
+    np.testing.assert_array_equal(u, want_u)
+    assert w.shape == want_w.shape == (1, 2, 5, 6)
+    np.testing.assert_array_equal(w[:, :, :4, :4], u)
+    assert not w[:, :, 4:].any() and not w[:, :, :, 4:].any()
+    # ONNX Runtime instead reads the indices as flat positions of the larger shape
+    assert not np.array_equal(w, want_w)
+
+
+def test_pad_then_pool_model_with_initializers():
+    x = np.random.default_rng(6).standard_normal((1, 1, 5, 5)).astype(np.float32)
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], mode="edge"),
+             helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3], ceil_mode=1,
+                              strides=[2, 2])]
+    model = _model(nodes, [("x", np.float32, 4)], [("y", np.float32, 4)], [pads])
+    rep = dox.prepare(model)
+    assert rep.input_names == ["x"]
+    np.testing.assert_allclose(rep.run([x])[0], _ort(model, {"x": x})[0], rtol=1e-6)
+    assert rep.run([x])["y"].shape == (1, 1, 3, 3)
+
+
+def test_errors_name_the_node():
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv1")
+    with pytest.raises(dml.UnsupportedError, match="Conv node 'conv1'.*not supported"):
+        dox.run_node(node, [np.zeros((1, 1, 3, 3), np.float32)] * 2)
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                            foo=3)
+    with pytest.raises(dml.UnsupportedError, match="MaxPool node 'pool': attribute foo"):
+        dox.run_node(node, [np.zeros((1, 1, 3, 3), np.float32)])
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], storage_order=2)
+    with pytest.raises(dml.InvalidArgumentError, match="storage_order = 2"):
+        dox.run_node(node, [np.zeros((1, 1, 3, 3), np.float32)])
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="avg", kernel_shape=[5, 5])
+    with pytest.raises(dml.InvalidArgumentError, match="AveragePool node 'avg': .*window_size"):
+        dox.run_node(node, [np.zeros((1, 1, 3, 3), np.float32)])
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="symmetric")
+    with pytest.raises(dml.UnsupportedError, match="mode"):
+        dox.run_node(node, [np.zeros((2, 2), np.float32), np.zeros(4, np.int64)])
+    with pytest.raises(dml.UnsupportedError, match="device"):
+        dox.prepare(_model([helper.make_node("GlobalMaxPool", ["x"], ["y"])],
+                           [("x", np.float32, 4)], [("y", np.float32, 4)]), "CUDA")
+    assert dox.supports_device("CPU") and not dox.supports_device("CUDA")
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, 4)],
+                   [("y", np.float32, 4)])
+    assert not dox.DmlBackend.is_compatible(model)
