@@ -200,7 +200,6 @@ def _max_pool(label, attrs, inputs, n_out, backend):
 
 
 def _lp_pool(label, attrs, inputs, n_out, backend):
-    from . import lp_pooling          # arrives with the LP_POOLING operator
     x = _input(inputs, 0, label, "X")
     args = pool_arguments(x.shape, attrs, label)
     p = attrs.get("p", 2)
@@ -210,7 +209,7 @@ def _lp_pool(label, attrs, inputs, n_out, backend):
                                    f"an integer p >= 1")
         p = int(p)
     with _in_node(label):
-        return [lp_pooling(x, **args, p=p, backend=backend)]
+        return [_fn.lp_pooling(x, **args, p=p, backend=backend)]
 
 
 def _global(kind):
@@ -224,7 +223,6 @@ def _global(kind):
 
 
 def _max_unpool(label, attrs, inputs, n_out, backend):
-    from . import max_unpooling       # arrives with the MAX_UNPOOLING operator
     x = _input(inputs, 0, label, "X")
     idx = _input(inputs, 1, label, "I")
     k = x.ndim - 2
@@ -256,7 +254,7 @@ def _max_unpool(label, attrs, inputs, n_out, backend):
     with _in_node(label):
         # The indices address the default shape; a larger output_shape adds zeros at the end
         # of each dimension (what ONNX's reference and its tests do).
-        y = max_unpooling(x, idx, inferred, backend=backend)
+        y = _fn.max_unpooling(x, idx, inferred, backend=backend)
         if shape != inferred:
             y = _fn.padding(y, 0, tuple(s - t for s, t in zip(shape, inferred)),
                             backend=backend)
