@@ -192,7 +192,10 @@ def unpool_sizes(in_sizes, idx_sizes, out_sizes, names):
             what = "N" if dim == 0 else "C"
             raise names.invalid(f"{names('output_sizes', dim)} = {out_sizes[dim]} must equal "
                                 f"the input's {what} ({in_sizes[dim]})")
-    check_sizes(out_sizes, names, "output_sizes")
+    for d in range(2, len(out_sizes)):
+        if out_sizes[d] < 1:
+            raise names.invalid(f"{names('output_sizes', d)} = {out_sizes[d]} must be at least "
+                                f"1 (only N and C may be 0)")
 
 
 def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names):

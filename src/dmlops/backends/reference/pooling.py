@@ -170,7 +170,8 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
     """``(Σ |x|^p)^(1/p)`` over the real elements (SPEC 3.6), in float64 and scaled by the
     window's largest ``|x|`` so that nothing underflows or overflows on the way."""
     out_spatial = y.shape[2:]
-    ax = np.abs(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):         # a signalling NaN stays a NaN
+        ax = np.abs(x.astype(np.float64))
     slices = [sl for sl in (offset_slices(j, x.shape[2:], out_spatial, strides, start,
                                           dilations) for j in offsets(window))
               if sl is not None]
