@@ -67,6 +67,17 @@ def test_selection_is_complete():
     assert sum(counts[p] for p in NODE_PATTERNS) == 59
 
 
+def test_every_node_case_of_these_operators_is_selected():
+    # every ONNX node case whose model uses only these operators, by op_type, not by name
+    from onnx.backend.test.loader import load_node_model_tests
+    ops = {"AveragePool", "MaxPool", "LpPool", "MaxUnpool", "GlobalAveragePool",
+           "GlobalMaxPool", "Pad"}
+    ours = {case.name + "_cpu" for case in load_node_model_tests() if case.model is not None
+            and {n.op_type for n in case.model.graph.node} <= ops}
+    selected = {name for p in NODE_PATTERNS for name in SELECTED[p]}
+    assert ours == selected, (ours ^ selected)
+
+
 def test_nothing_selected_is_skipped():
     for case in _cases.values():
         for name, fn in vars(case).items():
