@@ -3,6 +3,8 @@ multi-node models, the layout and shape conversions, and the errors.
 
 ONNX Runtime is compared only where ONNX defines the result and ONNX Runtime's CPU kernels
 follow it; the places where they do not are listed in the README ("ONNX") and pinned here.
+The random comparisons run on the reference backend (no kernel compilation; the cpu backend
+is bitwise equal to it, tests/test_cpu_backend.py); ONNX's own cases run on the default one.
 """
 
 import numpy as np
@@ -15,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import dmlops as dml  # noqa: E402
 import dmlops.onnx as dox  # noqa: E402
 
-F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+REF = "reference"
 _ONNX_TYPES = {np.dtype(t): helper.np_dtype_to_tensor_dtype(np.dtype(t)) for t in (
     np.float32, np.float64, np.float16, np.int32, np.int64, np.int8, np.uint8, np.bool_)}
 
@@ -46,7 +48,7 @@ def _run_both(node, arrays, out_types, out_rank):
     model = _model([node], [(n, a.dtype, a.ndim) for n, a in zip(names, arrays)],
                    [(n, t, out_rank) for n, t in zip(node.output, out_types)])
     want = _ort(model, dict(zip(names, arrays)))
-    got = dox.run_model(model, arrays)
+    got = dox.run_model(model, arrays, backend=REF)
     return got, want
 
 
@@ -145,7 +147,7 @@ def test_pad_matches_onnxruntime(dtype):
         feeds = [(n, a) for n, a in args if n]
         model = _model([node], [(n, a.dtype, a.ndim) for n, a in feeds], [("y", dtype, rank)])
         want = _ort(model, dict(feeds))[0]
-        got = dox.run_model(model, [a for _, a in feeds])[0]
+        got = dox.run_model(model, [a for _, a in feeds], backend=REF)[0]
         np.testing.assert_array_equal(got, want, str((mode, shape, pads, axes)))
         assert got.dtype == want.dtype
 
@@ -156,10 +158,10 @@ def test_pad_beyond_onnxruntime_follows_numpy():
     x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
     node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
     pads = np.array([0, 2, 7, 1, 1, 5])
-    y = dox.run_node(node, [x, pads])[0]
+    y = dox.run_node(node, [x, pads], backend=REF)[0]
     np.testing.assert_array_equal(y, np.pad(x, [(0, 1), (2, 1), (7, 5)], mode="reflect"))
     node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge")
-    y = dox.run_node(node, [x, np.array([0, -1, 2, 0, 0, -1])])[0]
+    y = dox.run_node(node, [x, np.array([0, -1, 2, 0, 0, -1])], backend=REF)[0]
     np.testing.assert_array_equal(y, np.pad(x[:, 1:, :2], [(0, 0), (0, 0), (2, 0)], "edge"))
 
 
@@ -167,7 +169,7 @@ def test_pad_opset2_attributes():
     x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
     node = helper.make_node("Pad", ["x"], ["y"], mode="constant", pads=[0, 0, 1, 0, 0, 0, 0, 1],
                             value=-1.5)
-    y = dox.run_node(node, [x])[0]
+    y = dox.run_node(node, [x], backend=REF)[0]
     np.testing.assert_array_equal(y, np.pad(x, [(0, 0), (0, 0), (1, 0), (0, 1)],
                                             constant_values=-1.5))
 
@@ -177,9 +179,9 @@ def test_storage_order_column_major_3d():
     x = np.random.default_rng(3).standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2],
                             strides=[2, 1, 3], storage_order=1)
-    y, i = dox.run_node(node, [x])
+    y, i = dox.run_node(node, [x], backend=REF)
     _, rows = dml.max_pooling(x, 2, strides=(2, 1, 3), output_indices=True,
-                              indices_dtype=np.int64)
+                              indices_dtype=np.int64, backend=REF)
     n_c, rem = np.divmod(rows, 4 * 5 * 6)
     d, h, w = np.unravel_index(rem, (4, 5, 6))
     np.testing.assert_array_equal(i, n_c * 120 + (w * 5 + h) * 4 + d)
@@ -198,7 +200,7 @@ def test_maxpool_maxunpool_model_and_output_shape():
                               strides=[2, 2])]
     model = _model(nodes, [("x", np.float32, 4)], [("u", np.float32, 4), ("w", np.float32, 4)],
                    [shape])
-    u, w = dox.prepare(model).run({"x": x})
+    u, w = dox.prepare(model, backend=REF).run({"x": x})
     want_u, want_w = _ort(model, {"x": x})
     np.testing.assert_array_equal(u, want_u)
     assert w.shape == want_w.shape == (1, 2, 5, 6)
@@ -215,7 +217,7 @@ def test_pad_then_pool_model_with_initializers():
              helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3], ceil_mode=1,
                               strides=[2, 2])]
     model = _model(nodes, [("x", np.float32, 4)], [("y", np.float32, 4)], [pads])
-    rep = dox.prepare(model)
+    rep = dox.prepare(model, backend=REF)
     assert rep.input_names == ["x"]
     np.testing.assert_allclose(rep.run([x])[0], _ort(model, {"x": x})[0], rtol=1e-6)
     assert rep.run([x])["y"].shape == (1, 1, 3, 3)
