@@ -243,3 +243,35 @@ def test_cache_goes_to_the_user_cache_dir(tmp_path):
     pycache = os.path.join(package, "__pycache__")
     beside = os.listdir(pycache) if os.path.isdir(pycache) else []
     assert [f for f in beside if f.endswith((".nbi", ".nbc"))] == []
+
+
+@pytest.mark.parametrize("window,strides", [((3, 3), (2, 2)), ((2, 3), (1, 1)),
+                                            ((3, 2), (2, 4)), ((2, 1), (1, 3)), ((1, 3), (1, 2))])
+@pytest.mark.parametrize("layout", ["c", "channels_last", "reversed"])
+def test_max_rows_separable_and_general_agree_on_ties(window, strides, layout):
+    """Both ways of evaluating a row (separable, when the windows read most of the row's
+    columns; window offset by offset otherwise, e.g. stride 3 over a window of 1) keep the
+    SPEC's winner where equal values differ in bits: −0.0 / +0.0 and NaNs with different
+    payloads, so only the lowest flat index gives the reference's bits and indices."""
+    rng = np.random.default_rng(5)
+    nans = np.array([0x7FC00001, 0x7FC00002, 0xFFC00003], np.uint32).view(np.float32)
+    pool = np.concatenate([np.array([0.0, -0.0, -1.0], np.float32), nans])
+    x = pool[rng.integers(0, pool.size, (2, 3, 11, 13))]
+    if layout == "channels_last":
+        x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    elif layout == "reversed":
+        x = np.ascontiguousarray(x[..., ::-1])[..., ::-1]
+    kw = dict(strides=strides, start_padding=(1, 1), end_padding=(1, 2))
+    out = dml.pooling_output_sizes(x.shape, window, ceil_mode=True, **kw)
+    got = dml.max_pooling(x, window, output_sizes=out, output_indices=True, backend="cpu",
+                          **kw)
+    want = dml.max_pooling(x, window, output_sizes=out, output_indices=True,
+                           backend="reference", **kw)
+    assert _same(got[0], want[0]) and _same(got[1], want[1])
+    assert _same(dml.max_pooling(x, window, output_sizes=out, backend="cpu", **kw), want[0])
+    dy = rng.standard_normal(out).astype(np.float32)
+    assert _same(dml.max_pooling_grad(x, dy, window, backend="cpu", **kw),
+                 dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
+    h = x.astype(np.float16)
+    assert _same(dml.max_pooling(h, window, output_sizes=out, backend="cpu", **kw),
+                 dml.max_pooling(h, window, output_sizes=out, backend="reference", **kw))

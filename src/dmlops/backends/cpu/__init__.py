@@ -45,14 +45,22 @@ def _window_cl(window, strides, start, end, dilations):
             tuple(end) + (0,), tuple(dilations) + (1,))
 
 
-def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+def _max_layout(x, window, strides, start, dilations, *outputs):
+    """The pitch, window and views max pooling and its gradient run with: channels-last
+    inputs with the channels innermost (the pitch keeps flat indices in the caller's order)."""
     pitch = _pitch(x.shape)
     if _channels_last(x):
         window, strides, start, _, dilations = _window_cl(window, strides, start, start,
                                                           dilations)
         pitch = ints([pitch[0], 0] + list(pitch[2:]) + [pitch[1]])
-        x, y = _to_channels_last(x), _to_channels_last(y)
-        indices = None if indices is None else _to_channels_last(indices)
+        x = _to_channels_last(x)
+        outputs = tuple(None if a is None else _to_channels_last(a) for a in outputs)
+    return (pitch, x, window, strides, start, dilations) + tuple(outputs)
+
+
+def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+    pitch, x, window, strides, start, dilations, y, indices = _max_layout(
+        x, window, strides, start, dilations, y, indices)
     xb, xo, xs = flat(x)
     yb, yo, ys = flat(y)
     if indices is not None:
@@ -135,14 +143,17 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
 
 
 def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
-    arg = np.empty(dy.shape, np.int64)
-    max_pooling(x, np.empty(dy.shape, x.dtype), arg, window, strides, start, dilations, -1)
-    dyb, dyo, dys = flat(dy)
     dxb, dxo, dxs = flat(dx)
+    dxsz = ints(dx.shape)
     acc = np.float64 if x.dtype == np.float64 else np.float32
-    _k.max_grad_kernel(dyb, dyo, dys, ints(dy.shape), arg.reshape(-1), ints(x.shape),
-                       dxb, dxo, dxs, tag_for(x.dtype), np.zeros(1, acc),
-                       dy.flags.c_contiguous, dx.flags.c_contiguous)
+    tag = tag_for(x.dtype)
+    pitch, x, window, strides, start, dilations, dy = _max_layout(
+        x, window, strides, start, dilations, dy)
+    xb, xo, xs = flat(x)
+    dyb, dyo, dys = flat(dy)
+    _k.max_grad_kernel(xb, xo, xs, ints(x.shape), pitch, dyb, dyo, dys, ints(dy.shape),
+                       *_window(window, strides, start, dilations), dxb, dxo, dxs, dxsz, tag,
+                       np.zeros(1, acc), dx.flags.c_contiguous)
 
 
 WARMUP_TYPES = {

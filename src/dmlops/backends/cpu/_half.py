@@ -15,18 +15,17 @@ from numba.extending import overload
 
 @njit(cache=True)
 def half_to_float(h):
+    # without branches (selects only), so that loops converting rows vectorise
     h = np.uint32(h)
     sign = (h & np.uint32(0x8000)) << np.uint32(16)
-    exp = (h >> np.uint32(10)) & np.uint32(0x1F)
-    mant = h & np.uint32(0x3FF)
-    if exp == 0x1F:                                   # inf / NaN: keep the payload
-        bits = sign | np.uint32(0x7F800000) | (mant << np.uint32(13))
-        return np.uint32(bits).view(np.float32)
-    if exp == 0:                                      # zero / subnormal: mant * 2^-24, exact
-        value = np.float32(mant) * np.float32(5.960464477539063e-08)
-        return -value if sign else value
-    bits = sign | ((exp + np.uint32(112)) << np.uint32(23)) | (mant << np.uint32(13))
-    return np.uint32(bits).view(np.float32)
+    em = h & np.uint32(0x7FFF)
+    # zero / subnormal: mant * 2^-24, exact
+    tiny = np.float32(np.float32(em) * np.float32(5.960464477539063e-08)).view(np.uint32)
+    # normal: rebias the exponent by 127 - 15; inf / NaN: by 255 - 31, keeping the payload
+    rebias = np.uint32(0x70000000) if em >= np.uint32(0x7C00) else np.uint32(0x38000000)
+    bits = (em << np.uint32(13)) + rebias
+    bits = tiny if em < np.uint32(0x400) else bits
+    return np.uint32(bits | sign).view(np.float32)
 
 
 @njit(cache=True)
@@ -102,3 +101,14 @@ def _value_array(n, buf, tag):
     if isinstance(tag, types.Array) and tag.dtype == types.boolean:
         return lambda n, buf, tag: np.empty(n, np.float32)
     return lambda n, buf, tag: np.empty(n, buf.dtype)
+
+
+def is_half(tag):  # pragma: no cover
+    raise NotImplementedError
+
+
+@overload(is_half)
+def _is_half(tag):
+    """Whether ``tag`` marks float16 data, as a compile-time constant."""
+    half = isinstance(tag, types.Array) and tag.dtype == types.boolean
+    return lambda tag: half
