@@ -50,16 +50,19 @@ def _output_sizes_label(output_sizes, rank):
 
 def _full_output_sizes(output_sizes, in_sizes, names):
     """``None``, k spatial sizes or the k + 2 full sizes -> full sizes (phase 2: lengths)."""
-    if output_sizes is None:
-        return None
-    k, rank = len(in_sizes) - 2, len(in_sizes)
-    values = (int(output_sizes),) * k if is_int(output_sizes) else \
-        as_int_tuple(output_sizes, names, "output_sizes")
+    return None if output_sizes is None else _full_sizes(output_sizes, in_sizes, names,
+                                                         "output_sizes")
+
+
+def _full_sizes(sizes, like, names, field):
+    """``sizes`` as k spatial sizes or k + 2 full sizes (N, C as ``like``'s) -> full sizes."""
+    k, rank = len(like) - 2, len(like)
+    values = (int(sizes),) * k if is_int(sizes) else as_int_tuple(sizes, names, field)
     if len(values) == k:
-        return tuple(in_sizes[:2]) + values
+        return tuple(like[:2]) + values
     if len(values) == rank:
         return values
-    raise names.invalid(f"output_sizes has {len(values)} values {list(values)}; expected {k} "
+    raise names.invalid(f"{field} has {len(values)} values {list(values)}; expected {k} "
                         f"(spatial sizes) or {rank} (full sizes, N and C first)")
 
 
@@ -376,18 +379,6 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
     _run([y], lambda o: _pool.run_roi_pooling(plan, kernels, native(x), native(rois), o,
                                               names))
     return y
-
-
-def _full_sizes(sizes, like, names, field):
-    """``sizes`` as k spatial sizes or k + 2 full sizes (N, C as ``like``'s) -> full sizes."""
-    k, rank = len(like) - 2, len(like)
-    values = (int(sizes),) * k if is_int(sizes) else as_int_tuple(sizes, names, field)
-    if len(values) == k:
-        return tuple(like[:2]) + values
-    if len(values) == rank:
-        return values
-    raise names.invalid(f"{field} has {len(values)} values {list(values)}; expected {k} "
-                        f"(spatial sizes) or {rank} (full sizes, N and C first)")
 
 
 def _zero_point(zp, dt, names, field):
