@@ -162,6 +162,11 @@ WARMUP_TYPES = {
     "max_pooling_grad": ("float32", "float16", "float64"),
     "quantized_linear_average_pooling": (("uint8", "uint8"), ("int8", "int8")),
     "padding": ("float32", "float16", "float64", "int8", "uint8", "int32", "int64"),
+    "average_pooling_grad": ("float32", "float16"),
+    "lp_pooling": ("float32", "float16"),
+    # unpooling compiles per data width and index width: float32 covers every 4-byte type
+    "max_unpooling": (("float32", "uint32"), ("float32", "int64"), ("float16", "uint32")),
+    "roi_pooling": ("float32", "float16"),
 }
 
 
@@ -198,6 +203,19 @@ def warmup(report=None):
         timed(f"padding {dt}", lambda: dml.padding(x_of(dt), (0, 0, 1, 1), (0, 0, 1, 1),
                                                    mode="reflection",
                                                    backend=NAME))
+    for dt in WARMUP_TYPES["average_pooling_grad"]:
+        timed(f"average_pooling_grad {dt}", lambda: dml.average_pooling_grad(
+            np.ones((1, 1, 3, 3), dt), 2, input_sizes=(4, 4), backend=NAME))
+    for dt in WARMUP_TYPES["lp_pooling"]:
+        timed(f"lp_pooling {dt}", lambda: dml.lp_pooling(x_of(dt), 2, backend=NAME))
+    for dt, it in WARMUP_TYPES["max_unpooling"]:
+        timed(f"max_unpooling {dt} + {it} indices", lambda: dml.max_unpooling(
+            x_of(dt), np.arange(16).astype(it).reshape(1, 1, 4, 4), (1, 1, 4, 4),
+            backend=NAME))
+    for dt in WARMUP_TYPES["roi_pooling"]:
+        timed(f"roi_pooling {dt}", lambda: dml.roi_pooling(
+            x_of(dt), np.array([[0, 0, 0, 3, 3]], dt), spatial_scale=1.0, pooled_size=2,
+            backend=NAME))
 
 
 # --- the rest of the pooling family (kernels in family.py) -------------------------------
