@@ -92,62 +92,83 @@ def _store_double(v, tag, out_dtype):
 
 @njit(parallel=True, **_OPTS)
 def lp_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
-    """``(Σ |x|^p)^(1/p)`` per window, in float64 as ``m * (Σ (|x|/m)^p)^(1/p)``."""
+    """``(Σ |x|^p)^(1/p)`` per window, in float64 as ``m * (Σ (|x|/m)^p)^(1/p)``.
+
+    A row of outputs is done offset by offset, like the reference: first ``m`` (and whether
+    a NaN is present) of every window, then the scaled terms added in row-major offset order,
+    each offset a tight loop over the outputs it reaches."""
     rank = insz.shape[0]
     k = rank - 2
-    volume = 1
-    for i in range(k):
-        volume *= win[i]
+    last = rank - 1
+    outer = 1
+    for i in range(k - 1):
+        outer *= win[i]
     rows = 1
-    for d in range(rank - 1):
+    for d in range(last):
         rows *= outsz[d]
-    olast = outsz[rank - 1]
+    olast, wk = outsz[last], win[k - 1]
+    sk, pk, dk, xsk = strd[k - 1], pad[k - 1], dil[k - 1], xs[last]
     fp = np.float64(p)
     inv = 1.0 / fp
-    for r in prange(rows):
+    jlo = np.empty(wk, np.int64)
+    jhi = np.empty(wk, np.int64)
+    for jj in range(wk):
+        jlo[jj], jhi[jj] = _out_range(jj, insz[last], olast, sk, pk, dk)
+    for row in prange(rows):
         coords = np.empty(rank, np.int64)
         lo = np.empty(k, np.int64)
         hi = np.empty(k, np.int64)
         j = np.empty(k, np.int64)
-        offs = np.empty(volume, np.int64)
-        vals = np.empty(volume, np.float64)
-        _decode(r, outsz, 0, rank - 1, coords)
+        offs = np.empty(outer, np.int64)
+        m = np.zeros(olast, np.float64)
+        nan = np.zeros(olast, np.bool_)
+        total = np.zeros(olast, np.float64)
+        _decode(row, outsz, 0, last, coords)
         xrow = xo + coords[0] * xs[0] + coords[1] * xs[1]
+        # the real elements of the outer dimensions' window (all but the last)
+        n = _window_offsets(coords, insz, xs, win[:k - 1], strd[:k - 1], pad[:k - 1],
+                            dil[:k - 1], offs, lo, hi, j)
+        for t in range(n):
+            for jj in range(wk):
+                e = xrow + offs[t] + (jj * dk - pk) * xsk
+                for o in range(jlo[jj], jhi[jj]):     # selects, no branches: vectorises
+                    v = abs(np.float64(load(xb[e + o * sk * xsk], tag)))
+                    nan[o] |= v != v
+                    m[o] = v if v > m[o] else m[o]
+        for o in range(olast):       # the divisor of the terms: m where it is a number > 0
+            total[o] = m[o] if m[o] > 0.0 and m[o] < np.inf else 1.0
+        scale = total.copy()
+        total[:] = 0.0
+        for t in range(n):
+            for jj in range(wk):
+                e = xrow + offs[t] + (jj * dk - pk) * xsk
+                if p == 1:
+                    for o in range(jlo[jj], jhi[jj]):
+                        total[o] += abs(np.float64(load(xb[e + o * sk * xsk], tag))) / scale[o]
+                elif p == 2:                       # as NumPy's fast path: a square
+                    for o in range(jlo[jj], jhi[jj]):
+                        q = abs(np.float64(load(xb[e + o * sk * xsk], tag))) / scale[o]
+                        total[o] += q * q
+                else:
+                    for o in range(jlo[jj], jhi[jj]):
+                        q = abs(np.float64(load(xb[e + o * sk * xsk], tag))) / scale[o]
+                        total[o] += q ** fp
         yrow = yo
-        for d in range(rank - 1):
+        for d in range(last):
             yrow += coords[d] * ys[d]
         for o in range(olast):
-            coords[rank - 1] = o
-            n = _window_offsets(coords, insz, xs, win, strd, pad, dil, offs, lo, hi, j)
-            m = 0.0
-            nan = False
-            for t in range(n):
-                v = abs(np.float64(load(xb[xrow + offs[t]], tag)))
-                vals[t] = v
-                if v != v:
-                    nan = True
-                elif v > m:
-                    m = v
-            if nan:
+            mo = m[o]
+            if nan[o]:
                 result = np.nan
-            elif m == 0.0 or m == np.inf:
-                result = m
+            elif mo == 0.0 or mo == np.inf:
+                result = mo
+            elif p == 1:
+                result = mo * total[o]
+            elif p == 2:                           # NumPy's fast path for ** 0.5: sqrt
+                result = mo * np.sqrt(total[o])
             else:
-                total = 0.0
-                if p == 1:
-                    for t in range(n):
-                        total += vals[t] / m
-                    result = m * total
-                elif p == 2:                       # as NumPy's fast paths: square, sqrt
-                    for t in range(n):
-                        r = vals[t] / m
-                        total += r * r
-                    result = m * np.sqrt(total)
-                else:
-                    for t in range(n):
-                        total += (vals[t] / m) ** fp
-                    result = m * total ** inv
-            yb[yrow + o * ys[rank - 1]] = store_double(result, tag, yb.dtype.type)
+                result = mo * total[o] ** inv
+            yb[yrow + o * ys[last]] = store_double(result, tag, yb.dtype.type)
 
 
 @njit(inline="always", **_OPTS)
