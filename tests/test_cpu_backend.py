@@ -70,6 +70,32 @@ def test_float_to_half_rounds_like_numpy():
     assert np.array_equal(_f2h(vals), want)
 
 
+@numba.njit
+def _d2h(a):
+    out = np.empty(a.shape[0], np.uint16)
+    for i in range(a.shape[0]):
+        out[i] = _half.double_to_half(a[i])
+    return out
+
+
+def test_double_to_half_rounds_once_like_numpy():
+    # float16 midpoints and their float64 neighbours: rounding through float32 first would
+    # turn a value one float64 ulp above a midpoint into the midpoint, then round it to even
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    h = h[np.isfinite(h)].astype(np.float64)
+    h.sort()
+    mids = (h[:-1] + h[1:]) / 2
+    rng = np.random.default_rng(8)
+    noise = rng.integers(0, 2**64, 1_000_000, dtype=np.uint64).view(np.float64)
+    noise = noise[np.isfinite(noise)]
+    vals = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf),
+                           noise, np.array([65504, 65520, 1e300, -1e300, 1e-300, np.inf,
+                                            -np.inf, 0.0, -0.0, 2.0**-25, 2.0**-25 * 1.0000001])])
+    with np.errstate(all="ignore"):
+        want = vals.astype(np.float16).view(np.uint16)
+    assert np.array_equal(_d2h(vals), want)
+
+
 def _layout(draw, shape, dtype, data):
     """x with a random memory layout: transposed, reversed or strided views."""
     kind = draw(st.sampled_from(["c", "transposed", "reversed", "stepped"]))

@@ -447,11 +447,10 @@ def _compile_unpool(desc, level, names):
     names = names.with_fields(indices=("indices_tensor", 0))
     _tensor_phase1(desc, names)
     x, idx, y = desc.input_tensor, desc.indices_tensor, desc.output_tensor
-    row = _pool.check_tensor_types(desc._op, level, names, [
+    _pool.check_tensor_types(desc._op, level, names, [
         ("input", "data", x.data_type, x.rank), ("indices", "indices", idx.data_type, idx.rank),
         ("output", "data", y.data_type, y.rank)])
     _pool.same_type(names, "input", x.data_type, "output", y.data_type)
-    del row
     _tensor_phase3(desc, names)
     _pool.unpool_sizes(x.sizes, idx.sizes, y.sizes, names)
     return _pool.UnpoolPlan(desc._op, x.data_type, idx.data_type, x.sizes, y.sizes)

@@ -321,10 +321,9 @@ def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
                    output_sizes=("output_sizes", 0))
     x, dt = _input(x, names)
     indices, idt = _input(indices, names, "indices")
-    row = _pool.check_tensor_types("MAX_UNPOOLING", None, names,
-                                   [("input", "data", dt, x.ndim),
-                                    ("indices", "indices", idt, indices.ndim)])
-    del row
+    _pool.check_tensor_types("MAX_UNPOOLING", None, names,
+                             [("input", "data", dt, x.ndim),
+                              ("indices", "indices", idt, indices.ndim)])
     if out is not None:
         _out_type(out, dt, names, "output")
     sizes = as_int_tuple(output_sizes, names, "output_sizes")

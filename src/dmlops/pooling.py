@@ -70,13 +70,6 @@ def window_params(names, rank, window_size, strides, start_padding, end_padding,
     return w, s, a, b, d
 
 
-def check_sizes(sizes, names, field):
-    for i, v in enumerate(sizes):
-        if v < 1:
-            raise names.invalid(f"{names(field, i)} = {v} must be at least 1 (only N and C "
-                                f"may be 0, and only in the functional API)")
-
-
 def geometry(row, names, in_sizes, params, output_sizes, extended=None):
     """Values (phase 3): window values, fit, output sizes ``F`` or ``F + 1``.
 

@@ -4,6 +4,7 @@ read as their 16-bit patterns (uint16) and converted one value at a time.
 ``half_to_float`` is exact. ``float_to_half`` rounds to nearest, ties to even, and keeps a
 NaN's top payload bits as NumPy does (a NaN never becomes infinity), so results match NumPy's
 ``astype(float16)`` bit for bit; the tests check every one of the 65,536 patterns.
+``double_to_half`` rounds float64 once, as NumPy does (Lp pooling computes in float64).
 """
 
 from __future__ import annotations
@@ -51,6 +52,21 @@ def float_to_half(f):
     return np.uint16(sign | np.uint16(a >> np.uint32(13)))
 
 
+@njit(cache=True)
+def double_to_half(d):
+    """float64 -> float16 bits, rounded once (as NumPy's ``astype``): round to odd into
+    float32 (which keeps the sticky bit), then to nearest even into float16."""
+    f = np.float32(d)
+    if np.isfinite(f) and np.float64(f) != d:
+        bits = f.view(np.uint32)
+        if abs(np.float64(f)) > abs(d):            # truncate toward zero
+            bits = np.uint32(bits - np.uint32(1))
+        f = np.uint32(bits | np.uint32(1)).view(np.float32)
+    elif not np.isfinite(f) and np.isfinite(d):    # beyond float32: inf in float16 as well
+        f = np.float32(np.inf) if d > 0 else np.float32(-np.inf)
+    return float_to_half(f)
+
+
 # --- element access, specialised per data type at compile time -------------------------
 # A kernel receives its float16 data as uint16 and a ``tag`` array telling the two apart:
 # an empty bool array means "these uint16 are float16 bit patterns".
@@ -87,6 +103,17 @@ def store(v, tag, out_dtype):  # pragma: no cover
 def _store(v, tag, out_dtype):
     if isinstance(tag, types.Array) and tag.dtype == types.boolean:
         return lambda v, tag, out_dtype: float_to_half(v)
+    return lambda v, tag, out_dtype: out_dtype(v)
+
+
+def store_double(v, tag, out_dtype):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(store_double)
+def _store_double(v, tag, out_dtype):
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        return lambda v, tag, out_dtype: double_to_half(v)
     return lambda v, tag, out_dtype: out_dtype(v)
 
 

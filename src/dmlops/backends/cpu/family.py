@@ -10,11 +10,11 @@ order the reference backend uses.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import overload
+from numba import njit, prange
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
-from ._half import float_to_half, load, store
+from ._half import load, store, store_double
+from .pooling import _out_range, _valid_range
 
 _OPTS = dict(cache=True, nogil=True)
 
@@ -35,16 +35,9 @@ def _window_offsets(coords, insz, xs, win, strd, pad, dil, offs, lo, hi, j):
     k = win.shape[0]
     count = 1
     for i in range(k):
-        q0 = coords[2 + i] * strd[i] - pad[i]
-        a = 0
-        if q0 < 0:
-            a = (-q0 + dil[i] - 1) // dil[i]
-        b = 0
-        if insz[2 + i] - 1 - q0 >= 0:
-            b = min(win[i], (insz[2 + i] - 1 - q0) // dil[i] + 1)
-        lo[i] = a
-        hi[i] = max(a, b)
-        count *= hi[i] - a
+        lo[i], hi[i] = _valid_range(coords[2 + i] * strd[i] - pad[i], dil[i], insz[2 + i],
+                                    win[i])
+        count *= hi[i] - lo[i]
     if count == 0:
         return 0
     for i in range(k):
@@ -62,32 +55,6 @@ def _window_offsets(coords, insz, xs, win, strd, pad, dil, offs, lo, hi, j):
             j[i] = lo[i]
             i -= 1
     return count
-
-
-@njit(**_OPTS)
-def double_to_half(d):
-    """float64 -> float16 bits, rounded once (as NumPy's ``astype``): round to odd into
-    float32 (which keeps the sticky bit), then to nearest even into float16."""
-    f = np.float32(d)
-    if np.isfinite(f) and np.float64(f) != d:
-        bits = f.view(np.uint32)
-        if abs(np.float64(f)) > abs(d):            # truncate toward zero
-            bits = np.uint32(bits - np.uint32(1))
-        f = np.uint32(bits | np.uint32(1)).view(np.float32)
-    elif not np.isfinite(f) and np.isfinite(d):    # beyond float32: inf in float16 as well
-        f = np.float32(np.inf) if d > 0 else np.float32(-np.inf)
-    return float_to_half(f)
-
-
-def store_double(v, tag, out_dtype):  # pragma: no cover - replaced by the overload
-    raise NotImplementedError
-
-
-@overload(store_double)
-def _store_double(v, tag, out_dtype):
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
-        return lambda v, tag, out_dtype: double_to_half(v)
-    return lambda v, tag, out_dtype: out_dtype(v)
 
 
 @njit(parallel=True, **_OPTS)
@@ -192,19 +159,6 @@ def _step2(idx, sizes, s1, s2, first, e1, e2):
 @njit(inline="always", **_OPTS)
 def _step(idx, sizes, strides, first, e):
     return _step2(idx, sizes, strides, strides, first, e, e)[0]
-
-
-@njit(inline="always", **_OPTS)
-def _out_range(j, size, out_size, stride, pad, dilation):
-    """Output positions ``o`` whose element ``o*stride + j*dilation - pad`` is real."""
-    shift = j * dilation - pad
-    lo = 0
-    if shift < 0:
-        lo = (-shift + stride - 1) // stride
-    if size - 1 - shift < 0:
-        return 0, 0
-    hi = min(out_size, (size - 1 - shift) // stride + 1)
-    return lo, max(hi, lo)
 
 
 @njit(parallel=True, **_OPTS)
