@@ -301,3 +301,88 @@ def test_max_rows_separable_and_general_agree_on_ties(window, strides, layout):
     h = x.astype(np.float16)
     assert _same(dml.max_pooling(h, window, output_sizes=out, backend="cpu", **kw),
                  dml.max_pooling(h, window, output_sizes=out, backend="reference", **kw))
+
+
+def _extremes(dtype):
+    """Values that test an ordering: the type's ends and, for floats, ±∞, ±0 and NaNs of
+    both signs and two payloads."""
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        return np.array([info.min, info.min + 1, 0, 1, info.max - 1, info.max], dtype)
+    bits = {2: (0x7E01, 0xFE02), 4: (0x7FC00001, 0xFFC00002),
+            8: (0x7FF8000000000001, 0xFFF8000000000002)}[np.dtype(dtype).itemsize]
+    nans = np.array(bits, f"u{np.dtype(dtype).itemsize}").view(dtype)
+    return np.concatenate([np.array([-np.inf, np.inf, 0.0, -0.0, -1.0, 1.0], dtype), nans])
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("width", [1, 2, 5, 16, 33])
+def test_max_values_by_keys_bitwise(dtype, width):
+    """Max pooling without indices compares integer keys, and rows that read a −0.0 or a
+    NaN go the tie-tracking way: here most rows are plain and a few hold the type's extreme
+    values, for every type (uint16 must not be taken for float16 bits), odd and even widths,
+    strides 1-3 (2 splits the columns into even and odd ones) and a strided input."""
+    rng = np.random.default_rng(width)
+    shape = (2, 3, 7, width)
+    if np.dtype(dtype).kind == "f":
+        x = rng.integers(-50, 50, shape).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(max(info.min, -50), min(info.max, 50), shape).astype(dtype)
+    ext = _extremes(dtype)
+    rows = rng.integers(0, 2 * 3 * 7, 6)                  # a few rows get extreme values
+    flat = x.reshape(-1, width)
+    for r in rows:
+        flat[r, rng.integers(0, width, max(1, width // 3))] = rng.choice(ext)
+    views = [x, np.repeat(x, 2, axis=-1)[..., ::2]]
+    for v in views:
+        for window, strides, pad in [((3, 3), (2, 2), 1), ((2, 3), (1, 2), (0, 2)),
+                                     ((3, 1), (2, 3), (1, 0)), ((1, 2), (1, 1), 0)]:
+            kw = dict(strides=strides, start_padding=pad, end_padding=pad)
+            if any(width + 2 * p < w for w, p in zip(window[1:], np.broadcast_to(pad, 2)[1:])):
+                continue
+            got = dml.max_pooling(v, window, backend="cpu", **kw)
+            want = dml.max_pooling(v, window, backend="reference", **kw)
+            assert _same(got, want), (window, strides, pad)
+
+
+@pytest.mark.parametrize("layout", ["c", "channels_last"])
+def test_many_rows_per_task(layout):
+    """Tasks take several output rows each once there are more rows than tasks (256), and
+    walk them by position and plane: every operator against the reference there, with
+    per-channel quantization (a plane change must change the channel's parameters)."""
+    rng = np.random.default_rng(3)
+    shape = (3, 5, 41, 23)
+    x = rng.integers(-9, 9, shape).astype(np.float32) / 4
+    xq = rng.integers(0, 255, shape).astype(np.uint8)
+    if layout == "channels_last":
+        x, xq = (np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
+                 for a in (x, xq))
+    kw = dict(strides=(1, 2), start_padding=1, end_padding=(2, 1))
+    sizes = dml.pooling_output_sizes(shape, 3, **kw)
+    dy = rng.standard_normal(sizes).astype(np.float32)
+    s_in = rng.uniform(0.01, 0.05, (1, 5, 1, 1)).astype(np.float32)
+    zp_in = rng.integers(100, 150, (1, 5, 1, 1)).astype(np.uint8)
+    calls = [
+        lambda b: dml.max_pooling(x, 3, backend=b, **kw),
+        lambda b: dml.max_pooling(x, 3, output_indices=True, backend=b, **kw)[1],
+        lambda b: dml.average_pooling(x, 3, include_padding=True, backend=b, **kw),
+        lambda b: dml.max_pooling_grad(x, dy, 3, backend=b, **kw),
+        lambda b: dml.quantized_linear_average_pooling(xq, s_in, zp_in, 0.015, np.uint8(120),
+                                                       3, backend=b, **kw),
+    ]
+    for call in calls:
+        assert _same(call("cpu"), call("reference"))
+
+
+def test_cache_path_follows_every_source_file(tmp_path):
+    """Numba checks a cached kernel against its own file only; the cache path carries a
+    digest of all the backend's sources, so a changed helper file means fresh kernels."""
+    from dmlops.backends.cpu import _cache
+
+    assert _cache.SOURCES == _cache.sources_digest()
+    for name in ("pooling.py", "_half.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    before = _cache.sources_digest(tmp_path)
+    (tmp_path / "_half.py").write_text("x = 2\n")
+    assert _cache.sources_digest(tmp_path) != before

@@ -75,9 +75,11 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     else:
         empty = np.iinfo(x.dtype).min
     empty = np.array(empty).astype(xb.dtype)[()]
+    xi, kspec, kmin = _k.key_spec(xb, x.dtype)
     _k.max_pool_kernel(xb, xo, xs, ints(x.shape), pitch, yb, yo, ys, ib, io, ist,
                        ints(y.shape), *_window(window, strides, start, dilations),
-                       tag_for(x.dtype), empty, empty_idx, True, indices is not None)
+                       tag_for(x.dtype), empty, empty_idx, True, indices is not None,
+                       xi, _k.key_spec(yb, x.dtype)[0], kspec, kmin)
 
 
 def _counts(in_spatial, out_spatial, window, strides, start, end, dilations, include_padding):
@@ -110,8 +112,10 @@ def _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc
     counts, cstart = _counts(x.shape[2:], y.shape[2:], window, strides, start, end, dilations,
                              include_padding)
     zp_in, s_in, zp_out, s_out = quant
+    last = counts[cstart[-1]:]
+    fdiv = last.astype(np.float64 if acc == np.float64 else np.float32)
     _k.sum_pool_kernel(xb, xo, xs, ints(x.shape), _pitch(x.shape), yb, yo, ys, ints(y.shape),
-                       *_window(window, strides, start, dilations), counts, cstart,
+                       *_window(window, strides, start, dilations), counts, cstart, fdiv,
                        tag_for(x.dtype), np.zeros(1, acc), zp_in, s_in, zp_out, s_out,
                        quant is not _NO_QUANT, *_range(y.dtype))
 
@@ -139,7 +143,9 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
                               end, dilations, include_padding):
     quant = (_per_channel(zp_in, np.int64), _per_channel(scale_in, np.float32),
              _per_channel(zp_out, np.int64), _per_channel(scale_out, np.float32))
-    _sum_pool(x, y, window, strides, start, end, dilations, include_padding, np.int64, quant)
+    # |x - zp| <= 255, so int32 sums are exact for windows of fewer than 2^23 elements
+    acc = np.int32 if np.prod(window, dtype=np.float64) < 2.0**23 else np.int64
+    _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc, quant)
 
 
 def max_pooling_grad(x, dy, dx, window, strides, start, dilations):

@@ -6,6 +6,11 @@ mixes with other users' caches. dmlops's kernels go to a user cache directory in
 Numba writes each cache file to a temporary name and renames it into place, so several
 processes may compile and load concurrently.
 
+Numba checks a cached kernel against its own source file only, not against the helpers it
+inlined from other files; so the cache path includes a digest of every source file of this
+package, and a changed helper (a new dmlops release) never meets kernels compiled with the
+old one.
+
 This uses Numba's cache-locator hook (``numba.core.caching.CacheImpl._locator_classes``):
 a deliberate reach into Numba's internals, limited to functions defined in this package, so
 no other Numba user is affected.
@@ -13,12 +18,24 @@ no other Numba user is affected.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from numba.core import caching
 
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def sources_digest(folder=PACKAGE_DIR) -> str:
+    """A digest of the Python sources in ``folder`` (names and contents)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+SOURCES = sources_digest()
 
 
 def cache_dir() -> str:
@@ -35,7 +52,8 @@ class DmlopsCacheLocator(caching.UserProvidedCacheLocator):
     def __init__(self, py_func, py_file):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        self._cache_path = os.path.join(cache_dir(), self.get_suitable_cache_subpath(py_file))
+        self._cache_path = os.path.join(cache_dir(), SOURCES,
+                                        self.get_suitable_cache_subpath(py_file))
 
     @classmethod
     def from_function(cls, py_func, py_file):

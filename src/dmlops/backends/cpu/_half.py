@@ -16,40 +16,41 @@ from numba.extending import overload
 
 @njit(cache=True)
 def half_to_float(h):
-    # without branches (selects only), so that loops converting rows vectorise
+    # without branches (selects only), so that loops converting rows vectorise; every
+    # step is cut back to 32 bits (Numba widens integer arithmetic to 64 bits, which would
+    # halve the lanes)
     h = np.uint32(h)
-    sign = (h & np.uint32(0x8000)) << np.uint32(16)
-    em = h & np.uint32(0x7FFF)
+    sign = np.uint32(np.uint32(h & np.uint32(0x8000)) << np.uint32(16))
+    em = np.int32(h & np.uint32(0x7FFF))
     # zero / subnormal: mant * 2^-24, exact
     tiny = np.float32(np.float32(em) * np.float32(5.960464477539063e-08)).view(np.uint32)
     # normal: rebias the exponent by 127 - 15; inf / NaN: by 255 - 31, keeping the payload
-    rebias = np.uint32(0x70000000) if em >= np.uint32(0x7C00) else np.uint32(0x38000000)
-    bits = (em << np.uint32(13)) + rebias
-    bits = tiny if em < np.uint32(0x400) else bits
+    rebias = np.uint32(0x70000000) if em >= np.int32(0x7C00) else np.uint32(0x38000000)
+    bits = np.uint32(np.uint32(np.uint32(em) << np.uint32(13)) + rebias)
+    bits = tiny if em < np.int32(0x400) else bits
     return np.uint32(bits | sign).view(np.float32)
 
 
 @njit(cache=True)
 def float_to_half(f):
+    # every case computed and one selected (no branches), so that loops storing rows
+    # vectorise
     bits = np.float32(f).view(np.uint32)
-    sign = np.uint16((bits >> np.uint32(16)) & np.uint32(0x8000))
+    sign = np.uint32((bits >> np.uint32(16)) & np.uint32(0x8000))
     a = np.uint32(bits & np.uint32(0x7FFFFFFF))
-    if a >= np.uint32(0x7F800000):                    # inf / NaN
-        if a == np.uint32(0x7F800000):
-            return np.uint16(sign | np.uint16(0x7C00))
-        payload = np.uint16(0x7C00) + np.uint16((a & np.uint32(0x7FFFFF)) >> np.uint32(13))
-        if payload == np.uint16(0x7C00):
-            payload += np.uint16(1)
-        return np.uint16(sign | payload)
-    if a >= np.uint32(0x477FF000):                    # rounds to >= 65520: overflow
-        return np.uint16(sign | np.uint16(0x7C00))
-    if a < np.uint32(0x38800000):                     # below 2^-14: subnormal half
-        # adding 0.5 aligns the mantissa so the FPU does the round-to-nearest-even
-        r = np.float32(a.view(np.float32) + np.float32(0.5))
-        return np.uint16(sign | np.uint16(r.view(np.uint32) - np.uint32(0x3F000000)))
+    # normal: rebias the exponent (-112 << 23) and round to nearest even
     odd = (a >> np.uint32(13)) & np.uint32(1)
-    a = np.uint32(a + np.uint32(0xC8000FFF) + odd)    # rebias exponent (-112 << 23), round
-    return np.uint16(sign | np.uint16(a >> np.uint32(13)))
+    normal = np.uint32(a + np.uint32(0xC8000FFF) + odd) >> np.uint32(13)
+    # below 2^-14, a subnormal half: adding 0.5 aligns the mantissa so the FPU rounds
+    tiny = np.uint32(np.float32(a.view(np.float32) + np.float32(0.5)).view(np.uint32)
+                     - np.uint32(0x3F000000))
+    # NaN: the top payload bits, kept nonzero (a NaN never becomes infinity)
+    nan = np.uint32(np.uint32(0x7C00) | ((a & np.uint32(0x7FFFFF)) >> np.uint32(13)))
+    nan = np.uint32(0x7C01) if nan == np.uint32(0x7C00) else nan
+    h = tiny if a < np.uint32(0x38800000) else normal
+    h = np.uint32(0x7C00) if a >= np.uint32(0x477FF000) else h      # rounds to >= 65520
+    h = nan if a > np.uint32(0x7F800000) else h
+    return np.uint16(sign | h)
 
 
 @njit(cache=True)

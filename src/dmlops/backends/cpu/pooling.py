@@ -2,24 +2,32 @@
 
 Layout of the work: the output is cut into *rows* (every output dimension but the last);
 rows are shared out among threads (``prange``), each writing only its own outputs, so the
-result never depends on the thread count. Within a row, the window offsets of the outer
-spatial dimensions that land on real elements are listed once (``_outer``), in row-major
-order; then for each of them and each offset ``j`` of the last dimension, a tight loop runs
-over the output positions whose element is real. Every output position thus visits its
-window in row-major offset order: ascending flat input index, the order the tie rule and the
-fixed summation order of SPEC 5 need. Validity is carried explicitly (``has``), never by a
-sentinel value.
+result never depends on the thread count. A row is a plane (the first two dimensions) and
+a *position* (the other spatial coordinates but the last); what the planes share per
+position, the input offsets of the real outer-window elements in row-major order, is listed
+once per call (``_row_table``). Then for each of them and each offset ``j`` of the last
+dimension, a tight loop runs over the output positions whose element is real. Every output
+position thus visits its window in row-major offset order: ascending flat input index, the
+order the tie rule and the fixed summation order of SPEC 5 need. Validity is carried
+explicitly, never by a sentinel value.
+
+Rows are short (tens of outputs), so what a row costs besides its loops matters: helpers
+get borrowed arrays (``_nrt``), whose reference counts the threads do not fight over, and
+max pooling without indices compares integer keys, columns first (``_keys_row``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
 from ._half import is_half, load, store, value_array
+from ._nrt import borrowed as _b
 
 _OPTS = dict(cache=True, nogil=True)
+_TABLE = 1 << 22        # the most outer-window offsets a call tabulates (32 MiB)
 
 
 @njit(**_OPTS)
@@ -161,7 +169,7 @@ def _rows(outsz, win):
     nouter = 1
     for i in range(win.shape[0] - 1):
         nouter *= win[i]
-    return rows, nouter, min(rows, 4096)
+    return rows, nouter, min(rows, 256)
 
 
 @njit(**_OPTS)
@@ -354,6 +362,146 @@ def _max_row(xb, xrow, xsk, offs, count, olast, wk, sk, pk, dk, jlo, jhi, jfirst
     return 0
 
 
+# --- values only, on integer keys ------------------------------------------------------
+# Without indices, only the winner's bits matter, and among equal values those differ only
+# for −0.0/+0.0 and NaNs. So a row without −0.0 and NaN (``_odd``) is reduced on integer
+# keys (a float's sign-magnitude bits made two's complement keep its order: for float16
+# too, at 16 lanes where float32 would give 8), columns first and with no tie tracking;
+# a row holding one goes the tie-tracking way. Integers are their own keys.
+
+def _key(b, kspec):  # pragma: no cover - replaced by the overload inside kernels
+    raise NotImplementedError
+
+
+@overload(_key)
+def _key_impl(b, kspec):
+    """Float bits ``b`` (as a signed integer) <-> their ordered key (an involution);
+    integers (``kspec`` None) unchanged. The constants are the width's, so the arithmetic
+    stays at that width (and vectorises at that many lanes)."""
+    if isinstance(kspec, types.NoneType):
+        return lambda b, kspec: b
+    kt = getattr(np, f"int{b.bitwidth}")
+    sh, mx = kt(b.bitwidth - 1), kt(np.iinfo(kt).max)
+    return lambda b, kspec: kt(b ^ ((b >> sh) & mx))
+
+
+def _odd(k, kspec):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_odd)
+def _odd_impl(k, kspec):
+    """Whether key ``k`` is −0.0's (−1) or a NaN's (beyond ±∞'s keys)."""
+    if isinstance(kspec, types.NoneType):
+        return lambda k, kspec: False
+    kt = getattr(np, f"int{k.bitwidth}")
+    inf = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}[k.bitwidth]
+    hi, lo, neg = kt(inf), kt(-inf - 1), kt(-1)
+    return lambda k, kspec: (k == neg) | (k > hi) | (k < lo)
+
+
+# Scratch arrays are indexed, never sliced: a view (or an array iterator) is a reference
+# count update, and updates of arrays the threads share contend for one cache line.
+
+@njit(inline="always", **_OPTS)
+def _pairs(xi, base, i0, i1, kspec, ck, half, first):
+    """Columns 2i and 2i+1 of the input row at ``base`` into the even and odd halves of
+    ``ck`` (``first``) or their maxima with what is there."""
+    odd = False
+    two, one = np.uint64(2), np.uint64(1)
+    if first:
+        for i in range(i0, i1):
+            a = _key(xi[base + i * two], kspec)
+            b = _key(xi[base + i * two + one], kspec)
+            ck[i] = a
+            ck[half + i] = b
+            odd |= _odd(a, kspec) | _odd(b, kspec)
+    else:
+        for i in range(i0, i1):
+            a = _key(xi[base + i * two], kspec)
+            b = _key(xi[base + i * two + one], kspec)
+            ck[i] = max(ck[i], a)
+            ck[half + i] = max(ck[half + i], b)
+            odd |= _odd(a, kspec) | _odd(b, kspec)
+    return odd
+
+
+@njit(inline="always", **_OPTS)
+def _cols(xi, base, step, u0, u1, kspec, ck, first):
+    """Columns [u0, u1) of the input row at ``base`` into ``ck`` (``first``) or their maxima
+    with what is there."""
+    odd = False
+    if first:
+        for u in range(u0, u1):
+            a = _key(xi[base + u * step], kspec)
+            ck[u] = a
+            odd |= _odd(a, kspec)
+    else:
+        for u in range(u0, u1):
+            a = _key(xi[base + u * step], kspec)
+            ck[u] = max(ck[u], a)
+            odd |= _odd(a, kspec)
+    return odd
+
+
+@njit(inline="always", **_OPTS)
+def _fold(ck, shift, step, ulo, uhi, bk):
+    for o in range(ulo, uhi):
+        bk[o] = max(bk[o], ck[o * step + shift])
+
+
+@njit(**_OPTS)
+def _keys_row(xi, xrow, xsk, offs, count, olast, wk, sk, pk, dk, jlo, jhi, c0, c1, kspec,
+              kmin, ck, bk):
+    """The maxima of one output row (``count`` >= 1 real outer elements) as keys in ``bk``,
+    or False where the row reads a −0.0 or NaN (``bk`` is then undefined).
+
+    Columns first: each column's maximum over the outer elements (contiguous loads), then
+    each output's over its columns. Stride 2 (the common downsampling) keeps the column
+    maxima split into even columns (``ck[i]``) and odd ones (``ck[half + i]``), so both
+    passes run on contiguous keys."""
+    odd = False
+    one = np.uint64(1)
+    if sk == 2 and xsk == 1:
+        half = ck.shape[0] // 2
+        i0, i1 = np.uint64(c0 >> 1), np.uint64(c1 >> 1)
+        for t in range(count):
+            base = np.uint64(xrow + offs[t])
+            odd |= _pairs(xi, base, i0, i1, kspec, ck, np.uint64(half), t == 0)
+            if c1 & 1:                                      # a last, even column
+                a = _key(xi[base + np.uint64(c1 - 1)], kspec)
+                ck[i1] = a if t == 0 else max(ck[i1], a)
+                odd |= _odd(a, kspec)
+        if odd:
+            return False
+        for o in range(olast):
+            bk[o] = kmin
+        for jj in range(wk):
+            e = jj * dk - pk
+            shift = np.uint64((e >> 1) + (half if e & 1 else 0))
+            _fold(ck, shift, one, np.uint64(jlo[jj]), np.uint64(jhi[jj]), bk)
+        return True
+    u0, u1 = np.uint64(c0), np.uint64(c1)
+    for t in range(count):
+        base = np.uint64(xrow + offs[t])
+        if xsk == 1:
+            odd |= _cols(xi, base, one, u0, u1, kspec, ck, t == 0)
+        else:
+            odd |= _cols(xi, base, np.uint64(xsk), u0, u1, kspec, ck, t == 0)
+    if odd:
+        return False
+    for o in range(olast):
+        bk[o] = kmin
+    for jj in range(wk):
+        shift = np.uint64(jj * dk - pk)
+        ulo, uhi = np.uint64(jlo[jj]), np.uint64(jhi[jj])
+        if sk == 1:
+            _fold(ck, shift, one, ulo, uhi, bk)
+        else:
+            _fold(ck, shift, np.uint64(sk), ulo, uhi, bk)
+    return True
+
+
 @njit(inline="always", **_OPTS)
 def _max_scratch(olast, ncols, xb, tag):
     """A row's scratch for ``_max_row``, two rows each (one pass reads, the next writes):
@@ -369,9 +517,136 @@ def _max_scratch(olast, ncols, xb, tag):
 @njit(**_OPTS)
 def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
-              nones, c0, c1, nouter, wr):
+              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab):
     """Output rows [r0, r1) of ``max_pool_kernel`` (one task; a plain function, so that the
-    parallel kernel stays small and quick to compile)."""
+    parallel kernel stays small and quick to compile). Values alone go by keys
+    (``_keys_rows``) where the rows allow."""
+    rank = insz.shape[0]
+    k = rank - 2
+    olast = outsz[rank - 1]
+    coords = np.empty(rank, np.int64)
+    scratch = np.empty((3, k), np.int64)
+    offs = np.empty(nouter, np.int64)
+    flats = np.empty(nouter, np.int64)
+    cv, ct, bv, bt, bj = _max_scratch(olast, insz[rank - 1], xb, tag)
+    ck = np.empty(2 * (insz[rank - 1] // 2 + 1), xi.dtype)
+    bk = np.empty(olast, xi.dtype)
+    by_keys = want_values and not want_indices and c1 - c0 <= 2 * win[k - 1] * olast
+    r = r0
+    while r < r1:
+        if by_keys:
+            r = _keys_rows(r, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil,
+                           pitch, wr, jlo, jhi, nones, c0, c1, otab, ocnt, ytab, kspec, kmin,
+                           empty_value, ck, bk, coords, offs, flats, scratch)
+            if r == r1:
+                break
+        # the rows with indices, or the one a key pass could not do (it read a NaN or −0.0)
+        last = r + 1 if by_keys else r1
+        _max_loop(r, last, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
+                  strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices,
+                  jlo, jhi, jfirst, nones, c0, c1, wr, coords, scratch, offs, flats, cv, ct, bv,
+                  bt, bj)
+        r = last
+
+
+@njit(**_OPTS)
+def _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, most):
+    """Per row position (the spatial output coordinates but the last), what every plane
+    (the first two dimensions) shares: ``ocnt[pos]`` its real outer-window elements, their
+    input offsets ``otab[pos, :ocnt[pos]]`` (``_outer``) and ``ytab[pos]`` the output row's
+    offset. ``otab`` is left empty when it would hold more than ``most`` offsets (rows then
+    find theirs with ``_offsets``)."""
+    rank = outsz.shape[0]
+    k = rank - 2
+    npos = 1
+    for d in range(2, rank - 1):
+        npos *= outsz[d]
+    nouter = 1
+    for i in range(k - 1):
+        nouter *= win[i]
+    otab = np.empty((npos if npos * nouter <= most else 0, nouter), np.int64)
+    ocnt = np.empty(npos, np.int64)
+    ytab = np.zeros(npos, np.int64)
+    coords = np.zeros(rank, np.int64)
+    scratch = np.empty((3, k), np.int64)
+    offs = np.empty(nouter, np.int64)
+    flats = np.empty(nouter, np.int64)
+    for pos in range(npos):
+        _decode(pos, outsz, 2, rank - 1, coords)
+        ocnt[pos] = _outer(coords, wr, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
+        if otab.shape[0] > 0:
+            otab[pos, :] = offs
+        for d in range(2, rank - 1):
+            ytab[pos] += coords[d] * ys[d]
+    return otab, ocnt, ytab
+
+
+@njit(inline="always", **_OPTS)
+def _offsets(pos, otab, outsz, wr, xs, win, strd, pad, dil, pitch, coords, offs, flats,
+             scratch):
+    """Row position ``pos``'s outer-window offsets: its ``otab`` row, or found now."""
+    if otab.shape[0] > 0:
+        return otab[pos]
+    _decode(pos, outsz, 2, outsz.shape[0] - 1, coords)
+    _outer(coords, wr, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
+    return offs
+
+
+@njit(**_OPTS)
+def _keys_rows(r0, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, jlo,
+               jhi, nones, c0, c1, otab, ocnt, ytab, kspec, kmin, empty_value, ck, bk, coords,
+               offs, flats, scratch):
+    """Rows [r0, r1) by keys (``_keys_row``), the geometry from ``_row_table``; returns the
+    first row not done (r1, or a row that read a NaN or −0.0)."""
+    ck, bk, coords, offs = _b(ck), _b(bk), _b(coords), _b(offs)
+    flats, scratch = _b(flats), _b(scratch)
+    rank = outsz.shape[0]
+    k = rank - 2
+    olast = outsz[rank - 1]
+    wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
+    xsk, ysk = xs[rank - 1], ys[rank - 1]
+    npos = ocnt.shape[0]
+    plane, pos = r0 // npos, r0 % npos
+    n, c = plane // outsz[1], plane % outsz[1]
+    xplane = xo + n * xs[0] + c * xs[1]
+    yplane = yo + n * ys[0] + c * ys[1]
+    uys = np.uint64(ysk)
+    for r in range(r0, r1):
+        count = ocnt[pos]
+        yrow = yplane + ytab[pos]
+        if count == 0:
+            for o in range(olast):
+                yb[yrow + o * ysk] = empty_value
+        elif _keys_row(xi, xplane, xsk, _offsets(pos, otab, outsz, wr, xs, win, strd, pad, dil,
+                                                 pitch, coords, offs, flats, scratch),
+                       count, olast, wk, sk, pk, dk, jlo, jhi, c0, c1, kspec, kmin, ck, bk):
+            uy = np.uint64(yrow)
+            for o in range(np.uint64(olast)):
+                yi[uy + o * uys] = _key(bk[o], kspec)
+            for i in range(nones.shape[0]):
+                yb[yrow + nones[i] * ysk] = empty_value
+        else:
+            return r
+        pos += 1
+        if pos == npos:
+            pos = 0
+            c += 1
+            if c == outsz[1]:
+                c = 0
+                n += 1
+            xplane = xo + n * xs[0] + c * xs[1]
+            yplane = yo + n * ys[0] + c * ys[1]
+    return r1
+
+
+@njit(**_OPTS)
+def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
+              dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
+              nones, c0, c1, wr, coords, scratch, offs, flats, cv, ct, bv, bt, bj):
+    """The row loop of ``_max_rows``, on borrowed scratch (``_nrt``: the calls per row
+    update no reference counts; ``_max_rows`` keeps the arrays alive)."""
+    coords, scratch, offs, flats = _b(coords), _b(scratch), _b(offs), _b(flats)
+    cv, ct, bv, bt, bj = _b(cv), _b(ct), _b(bv), _b(bt), _b(bj)
     rank = insz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
@@ -379,11 +654,6 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     xsk, ysk, isk, plast = xs[rank - 1], ys[rank - 1], ist[rank - 1], pitch[rank - 1]
     # float16 outputs are copied from the input (converting back would be slower)
     reread = is_half(tag)
-    coords = np.empty(rank, np.int64)
-    scratch = np.empty((3, k), np.int64)
-    offs = np.empty(nouter, np.int64)
-    flats = np.empty(nouter, np.int64)
-    cv, ct, bv, bt, bj = _max_scratch(olast, insz[rank - 1], xb, tag)
     for r in range(r0, r1):
         _decode(r, outsz, 0, rank - 1, coords)
         xrow = xo + coords[0] * xs[0] + coords[1] * xs[1]
@@ -418,7 +688,8 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
             for o in range(olast):
                 xk = o * sk + bj[w, o] * dk - pk
                 ib[irow + o * isk] = frow + flats[bt[w, o]] + xk * plast
-        for o in nones:                 # windows of padding and phantom positions only
+        for i in range(nones.shape[0]):     # windows of padding and phantom positions only
+            o = nones[i]
             if want_values:
                 yb[yrow + o * ysk] = empty_value
             if want_indices:
@@ -427,94 +698,224 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
 
 @njit(parallel=True, **_OPTS)
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
-                    dil, tag, empty_value, empty_index, want_values, want_indices):
+                    dil, tag, empty_value, empty_index, want_values, want_indices, xi, yi,
+                    kspec, kmin):
     """Arguments: ``xb, xo, xs`` input buffer, offset of element 0 and element strides;
     ``insz`` input sizes; ``pitch`` each dimension's step in the flat index of the caller's
     input (its logical row-major strides, permuted along with the dimensions);
     ``yb/yo/ys`` and ``ib/io/ist`` the value and index outputs likewise; ``outsz`` output
-    sizes; ``win, strd, pad, dil`` the window over the spatial dimensions."""
+    sizes; ``win, strd, pad, dil`` the window over the spatial dimensions; ``xi``/``yi``
+    the input and output buffers as integers of their width, ``kspec``/``kmin`` their keys'
+    description and lowest key (``key_spec``)."""
     k = insz.shape[0] - 2
     jlo, jhi, jfirst = _last_dim(insz, outsz, win, strd, pad, dil)
     c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
     nones = _nones(jfirst)
     wr = _window_ranges(insz, outsz, win, strd, pad, dil)
     rows, nouter, chunks = _rows(outsz, win)
+    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, _TABLE)
     for chunk in prange(chunks):
-        _max_rows(chunk * rows // chunks, (chunk + 1) * rows // chunks, xb, xo, xs, insz,
-                  pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad, dil, tag,
-                  empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
-                  nones, c0, c1, nouter, wr)
+        _max_rows(chunk * rows // chunks, (chunk + 1) * rows // chunks, _b(xb), xo, _b(xs),
+                  _b(insz), _b(pitch), _b(yb), yo, _b(ys), _b(ib), io, _b(ist), _b(outsz),
+                  _b(win), _b(strd), _b(pad), _b(dil), _b(tag), empty_value, empty_index,
+                  want_values, want_indices, _b(jlo), _b(jhi), _b(jfirst), _b(nones), c0, c1,
+                  nouter, _b(wr), _b(xi), _b(yi), kspec, kmin, _b(otab), _b(ocnt), _b(ytab))
 
 
-@njit(parallel=True, **_OPTS)
-def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, dil, counts,
-                    cstart, tag, acc_proto, zp_in, scale_in, zp_out, scale_out, quantized,
-                    qlo, qhi):
-    """Window sums in row-major offset order, then the average (``quantized`` False: float
-    accumulation in ``acc_proto``'s type, divided by the divisor) or SPEC 3.3's requantization
-    (``quantized`` True: exact integer sums, float32 arithmetic, round half to even, clamp).
-    ``counts[cstart[i] + o]`` is dimension ``i``'s share of the divisor at output ``o``;
-    ``qlo``/``qhi`` the output type's range (quantized only)."""
-    rank = insz.shape[0]
+def key_spec(buf, dtype):
+    """``(keys, kspec, kmin)`` for ``max_pool_kernel``: the kernel buffer of a ``dtype``
+    tensor as the integers its keys are, whether they are float keys (None for integers:
+    their own keys) and the lowest key."""
+    if np.dtype(dtype).kind in "iu":
+        return buf, None, buf.dtype.type(np.iinfo(buf.dtype).min)
+    kt = np.dtype(f"i{buf.dtype.itemsize}").type
+    return buf.view(kt), True, kt(np.iinfo(kt).min)
+
+
+@njit(inline="always", **_OPTS)
+def _add(xb, u0, ustep, ulo, uhi, tag, acc):
+    for o in range(ulo, uhi):
+        acc[o] += load(xb[u0 + o * ustep], tag)
+
+
+@njit(inline="always", **_OPTS)
+def _add_q(xb, u0, ustep, ulo, uhi, zp, acc):
+    for o in range(ulo, uhi):
+        acc[o] += acc.dtype.type(xb[u0 + o * ustep]) - zp
+
+
+@njit(inline="always", **_OPTS)
+def _split(xb, base, i0, i1, c1, tag, zp, quantized, ck, half):
+    """Input columns [2*i0, c1) of the row at ``base`` as terms (values; quantized:
+    ``x - zp``), even columns into ``ck[i]``, odd ones into ``ck[half + i]``."""
+    two, one = np.uint64(2), np.uint64(1)
+    uhalf = np.uint64(half)
+    for i in range(np.uint64(i0), np.uint64(i1)):
+        if quantized:
+            ck[i] = ck.dtype.type(xb[base + i * two]) - zp
+            ck[uhalf + i] = ck.dtype.type(xb[base + i * two + one]) - zp
+        else:
+            ck[i] = load(xb[base + i * two], tag)
+            ck[uhalf + i] = load(xb[base + i * two + one], tag)
+    if c1 & 1:                                          # a last, even column
+        if quantized:
+            ck[i1] = ck.dtype.type(xb[base + np.uint64(c1 - 1)]) - zp
+        else:
+            ck[i1] = load(xb[base + np.uint64(c1 - 1)], tag)
+
+
+@njit(inline="always", **_OPTS)
+def _add_split(ck, shift, ulo, uhi, acc):
+    for o in range(ulo, uhi):
+        acc[o] += ck[o + shift]
+
+
+@njit(inline="always", **_OPTS)
+def _requantize_row(acc, fdiv, fod, s_in, s_out, zq, qlo, qhi, yb, yrow, ysk, olast):
+    """SPEC 3.3 steps 3-5 for a row, in float32 throughout: ``rint(t) + zq`` is exact
+    wherever the clamp does not decide the result."""
+    for o in range(np.uint64(olast)):
+        d = fod * fdiv[o]
+        q = np.float32(acc[o]) * s_in
+        q = q / (d if d > 0 else np.float32(1))
+        q = q / s_out
+        v = min(max(np.float32(np.rint(q)) + zq, qlo), qhi)
+        yb[yrow + o * ysk] = yb.dtype.type(v if d > 0 else zq)
+
+
+@njit(inline="always", **_OPTS)
+def _store_row(acc, yb, yrow, ysk, olast, tag):
+    for o in range(np.uint64(olast)):
+        yb[yrow + o * ysk] = store(acc[o], tag, yb.dtype.type)
+
+
+@njit(**_OPTS)
+def _sum_rows(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, tag,
+              jlo, jhi, c0, c1, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in, zp_out,
+              scale_out, quantized, qlo, qhi, acc, ck, coords, offs, flats, scratch):
+    """Rows [r0, r1) of ``sum_pool_kernel`` (one task), the geometry from ``_row_table``.
+
+    Each output adds its window's terms in row-major offset order: per outer element, its
+    last-dimension offsets one after the other, each a pass over the row's outputs. With
+    stride 2 (unit input steps) an input row is first split into even and odd columns, so
+    that those passes read contiguous terms; float16 is converted once there, too."""
+    acc, ck, coords, offs = _b(acc), _b(ck), _b(coords), _b(offs)
+    flats, scratch = _b(flats), _b(scratch)
+    rank = outsz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
     wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
     xsk, ysk = xs[rank - 1], ys[rank - 1]
+    fqlo, fqhi = np.float32(qlo), np.float32(qhi)
+    split = sk == 2 and xsk == 1 and wk > 1
+    half = ck.shape[0] // 2
+    i0, i1 = c0 >> 1, c1 >> 1
+    npos = ocnt.shape[0]
+    plane, pos = r0 // npos, r0 % npos
+    n, c = plane // outsz[1], plane % outsz[1]
+    for r in range(r0, r1):
+        if r == r0 or pos == 0:
+            xplane = xo + n * xs[0] + c * xs[1]
+            yplane = yo + n * ys[0] + c * ys[1]
+            zp = acc.dtype.type(zp_in[c if zp_in.shape[0] > 1 else 0])
+            zq = zp_out[c if zp_out.shape[0] > 1 else 0]
+            s_in = scale_in[c if scale_in.shape[0] > 1 else 0]
+            s_out = scale_out[c if scale_out.shape[0] > 1 else 0]
+        for o in range(olast):
+            acc[o] = 0
+        count = ocnt[pos]
+        if count > 0:
+            orow = _offsets(pos, otab, outsz, wr, xs, win, strd, pad, dil, pitch, coords,
+                            offs, flats, scratch)
+        for t in range(count):
+            base = xplane + orow[t]
+            if split:
+                _split(xb, np.uint64(base), i0, i1, c1, tag, zp, quantized, ck, half)
+                for jj in range(wk):
+                    e = jj * dk - pk
+                    shift = np.uint64((e >> 1) + (half if e & 1 else 0))
+                    _add_split(ck, shift, np.uint64(jlo[jj]), np.uint64(jhi[jj]), acc)
+                continue
+            for jj in range(wk):
+                e0 = base + (jj * dk - pk) * xsk
+                step = sk * xsk
+                u0, ustep = np.uint64(e0), np.uint64(step)     # (see _max_row)
+                ulo, uhi = np.uint64(jlo[jj]), np.uint64(jhi[jj])
+                # constant steps 1 and 2 get loops of their own (they vectorise)
+                if quantized:
+                    if step == 1:
+                        _add_q(xb, u0, np.uint64(1), ulo, uhi, zp, acc)
+                    else:
+                        _add_q(xb, u0, ustep, ulo, uhi, zp, acc)
+                elif step == 1:
+                    _add(xb, u0, np.uint64(1), ulo, uhi, tag, acc)
+                else:
+                    _add(xb, u0, ustep, ulo, uhi, tag, acc)
+        yrow = yplane + ytab[pos]
+        od = odiv[pos]
+        # divisors as floats: the product of two exact factors, rounded once like the
+        # integer product's conversion
+        fod = fdiv.dtype.type(od)
+        if quantized:
+            fzq = np.float32(zq)
+            if ysk == 1:
+                _requantize_row(acc, fdiv, fod, s_in, s_out, fzq, fqlo, fqhi, yb,
+                                np.uint64(yrow), np.uint64(1), olast)
+            else:
+                _requantize_row(acc, fdiv, fod, s_in, s_out, fzq, fqlo, fqhi, yb,
+                                np.uint64(yrow), np.uint64(ysk), olast)
+        else:
+            for o in range(olast):
+                d = fod * fdiv[o]
+                acc[o] = acc[o] / d if d > 0 else acc.dtype.type(0)
+            if ysk == 1:
+                _store_row(acc, yb, np.uint64(yrow), np.uint64(1), olast, tag)
+            else:
+                _store_row(acc, yb, np.uint64(yrow), np.uint64(ysk), olast, tag)
+        pos += 1
+        if pos == npos:
+            pos = 0
+            c += 1
+            if c == outsz[1]:
+                c = 0
+                n += 1
+
+
+@njit(parallel=True, **_OPTS)
+def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, dil, counts,
+                    cstart, fdiv, tag, acc_proto, zp_in, scale_in, zp_out, scale_out,
+                    quantized, qlo, qhi):
+    """Window sums in row-major offset order, then the average (``quantized`` False: float
+    accumulation in ``acc_proto``'s type, divided by the divisor; a divisor of 0 gives
+    +0.0) or SPEC 3.3's requantization (``quantized`` True: exact integer sums, float32
+    arithmetic, round half to even, clamp). ``counts[cstart[i] + o]`` is dimension ``i``'s
+    share of the divisor at output ``o``, ``fdiv`` the last dimension's as floats (float32,
+    or float64 for float64); ``qlo``/``qhi`` the output type's range (quantized only).
+    Quantized sums run in ``acc_proto``'s type: int32 where no window can overflow it."""
+    rank = insz.shape[0]
+    k = rank - 2
+    olast = outsz[rank - 1]
     jlo, jhi, _ = _last_dim(insz, outsz, win, strd, pad, dil)
+    c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
     wr = _window_ranges(insz, outsz, win, strd, pad, dil)
     rows, nouter, chunks = _rows(outsz, win)
+    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, _TABLE)
+    coords = np.zeros(rank, np.int64)
+    odiv = np.ones(ocnt.shape[0], np.int64)         # the outer dimensions' divisor factor
+    for pos in range(ocnt.shape[0]):
+        _decode(pos, outsz, 2, rank - 1, coords)
+        for i in range(k - 1):
+            odiv[pos] *= counts[cstart[i] + coords[2 + i]]
     for chunk in prange(chunks):
-        coords = np.empty(rank, np.int64)
-        scratch = np.empty((3, k), np.int64)
-        offs = np.empty(nouter, np.int64)
-        flats = np.empty(nouter, np.int64)
         acc = np.empty(olast, acc_proto.dtype)
-        for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
-            _decode(r, outsz, 0, rank - 1, coords)
-            c = coords[1]
-            xrow = xo + coords[0] * xs[0] + c * xs[1]
-            count = _outer(coords, wr, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
-            acc[:] = 0
-            zp = zp_in[c if zp_in.shape[0] > 1 else 0]
-            for t in range(count):
-                base = xrow + offs[t]
-                for jj in range(wk):
-                    e0 = base + (jj * dk - pk) * xsk
-                    step = sk * xsk
-                    u0, ustep = np.uint64(e0), np.uint64(step)     # (see max_pool_kernel)
-                    ulo, uhi = np.uint64(jlo[jj]), np.uint64(jhi[jj])
-                    if quantized:
-                        for o in range(ulo, uhi):
-                            acc[o] += np.int64(xb[u0 + o * ustep]) - zp
-                    else:
-                        for o in range(ulo, uhi):
-                            acc[o] += load(xb[u0 + o * ustep], tag)
-            outer_div = 1
-            for i in range(k - 1):
-                outer_div *= counts[cstart[i] + coords[2 + i]]
-            yrow = yo
-            for d in range(rank - 1):
-                yrow += coords[d] * ys[d]
-            if quantized:
-                zq = zp_out[c if zp_out.shape[0] > 1 else 0]
-                s_in = scale_in[c if scale_in.shape[0] > 1 else 0]
-                s_out = scale_out[c if scale_out.shape[0] > 1 else 0]
-            for o in range(olast):
-                div = outer_div * counts[cstart[k - 1] + o]
-                e = yrow + o * ysk
-                if quantized:
-                    if div == 0:
-                        yb[e] = zq
-                    else:
-                        q = np.float32(acc[o]) * s_in
-                        q = q / np.float32(div)
-                        q = q / s_out
-                        v = np.float64(np.rint(q)) + zq
-                        yb[e] = min(max(v, qlo), qhi)
-                elif div == 0:
-                    yb[e] = store(acc_proto[0], tag, yb.dtype.type)    # +0.0
-                else:
-                    yb[e] = store(acc[o] / acc_proto.dtype.type(div), tag, yb.dtype.type)
+        ck = np.empty(2 * (insz[rank - 1] // 2 + 1), acc_proto.dtype)
+        _sum_rows(chunk * rows // chunks, (chunk + 1) * rows // chunks, _b(xb), xo, _b(xs),
+                  _b(yb), yo, _b(ys), _b(outsz), _b(win), _b(strd), _b(pad), _b(dil),
+                  _b(pitch), _b(wr), _b(tag), _b(jlo), _b(jhi), c0, c1, _b(otab), _b(ocnt),
+                  _b(ytab), _b(odiv), _b(fdiv), _b(zp_in), _b(scale_in), _b(zp_out),
+                  _b(scale_out), quantized, qlo, qhi, acc, ck, np.empty(rank, np.int64),
+                  np.empty(nouter, np.int64), np.empty(nouter, np.int64),
+                  np.empty((3, k), np.int64))
 
 
 @njit(**_OPTS)
@@ -588,6 +989,7 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
     _, nouter, _ = _rows(outsz, win)
     wr = _window_ranges(insz, outsz, win, strd, pad, dil)
     for p in prange(insz[0] * insz[1]):
-        _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil,
-                    dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, c0, c1,
-                    nouter, wr)
+        _grad_plane(p, _b(xb), xo, _b(xs), _b(insz), _b(pitch), _b(dyb), dyo, _b(dys),
+                    _b(outsz), _b(win), _b(strd), _b(pad), _b(dil), _b(dxb), dxo, _b(dxs),
+                    _b(dxsz), _b(tag), _b(acc_proto), dx_packed, _b(jlo), _b(jhi),
+                    _b(jfirst), c0, c1, nouter, _b(wr))
