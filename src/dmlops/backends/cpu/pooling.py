@@ -685,9 +685,11 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
             for o in range(np.uint64(olast)):
                 yb[uy + o * uys] = store(bv[w, o], tag, yb.dtype.type)
         if want_indices:
+            # (unsigned: no checks for negative indices; a negative step wraps back)
+            ui, uisk = np.uint64(irow), np.uint64(isk)
             for o in range(olast):
                 xk = o * sk + bj[w, o] * dk - pk
-                ib[irow + o * isk] = frow + flats[bt[w, o]] + xk * plast
+                ib[ui + np.uint64(o) * uisk] = frow + flats[bt[w, o]] + xk * plast
         for i in range(nones.shape[0]):     # windows of padding and phantom positions only
             o = nones[i]
             if want_values:
@@ -920,9 +922,12 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
 
 @njit(**_OPTS)
 def _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil, dxb,
-                dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, c0, c1, nouter,
-                wr):
-    """Plane ``p`` of ``max_grad_kernel`` (one task; a plain function, see ``_max_rows``)."""
+                dxo, dxs, dxsz, tag, acc, dx_packed, jlo, jhi, jfirst, c0, c1, wr, coords,
+                scratch, offs, flats, cv, ct, bv, bt, bj):
+    """Plane ``p`` of ``max_grad_kernel`` (one task; a plain function, see ``_max_rows``),
+    on borrowed scratch (see ``_max_loop``)."""
+    coords, scratch, offs, flats = _b(coords), _b(scratch), _b(offs), _b(flats)
+    cv, ct, bv, bt, bj, acc = _b(cv), _b(ct), _b(bv), _b(bt), _b(bj), _b(acc)
     rank = insz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
@@ -934,12 +939,7 @@ def _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad
         in_plane *= insz[d]
     for d in range(2, rank - 1):
         plane_rows *= outsz[d]
-    coords = np.empty(rank, np.int64)
-    scratch = np.empty((3, k), np.int64)
-    offs = np.empty(nouter, np.int64)
-    flats = np.empty(nouter, np.int64)
-    cv, ct, bv, bt, bj = _max_scratch(olast, insz[rank - 1], xb, tag)
-    acc = np.zeros(in_plane, acc_proto.dtype)
+    uplast, udysk = np.uint64(plast), np.uint64(dysk)
     for r in range(p * plane_rows, (p + 1) * plane_rows):
         _decode(r, outsz, 0, rank - 1, coords)
         count = _outer(coords, wr, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
@@ -951,10 +951,13 @@ def _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad
         dyrow = dyo
         for d in range(rank - 1):
             dyrow += coords[d] * dys[d]
+        # (unsigned indices: no checks for negative ones, which none of these are)
+        udy = np.uint64(dyrow)
         for o in range(olast):
             if jfirst[o] >= 0:
-                xk = o * sk + bj[w, o] * dk - pk
-                acc[flats[bt[w, o]] + xk * plast] += load(dyb[dyrow + o * dysk], tag)
+                xk = np.uint64(o * sk + bj[w, o] * dk - pk)
+                acc[np.uint64(flats[bt[w, o]]) + xk * uplast] += load(
+                    dyb[udy + np.uint64(o) * udysk], tag)
     first = p * in_plane
     if dx_packed:
         for i in range(in_plane):
@@ -988,8 +991,15 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
     c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
     _, nouter, _ = _rows(outsz, win)
     wr = _window_ranges(insz, outsz, win, strd, pad, dil)
+    rank = insz.shape[0]
+    in_plane = 1
+    for d in range(2, rank):
+        in_plane *= insz[d]
     for p in prange(insz[0] * insz[1]):
+        cv, ct, bv, bt, bj = _max_scratch(outsz[rank - 1], insz[rank - 1], xb, tag)
         _grad_plane(p, _b(xb), xo, _b(xs), _b(insz), _b(pitch), _b(dyb), dyo, _b(dys),
                     _b(outsz), _b(win), _b(strd), _b(pad), _b(dil), _b(dxb), dxo, _b(dxs),
-                    _b(dxsz), _b(tag), _b(acc_proto), dx_packed, _b(jlo), _b(jhi),
-                    _b(jfirst), c0, c1, nouter, _b(wr))
+                    _b(dxsz), _b(tag), np.zeros(in_plane, acc_proto.dtype), dx_packed,
+                    _b(jlo), _b(jhi), _b(jfirst), c0, c1, _b(wr), np.empty(rank, np.int64),
+                    np.empty((3, k), np.int64), np.empty(nouter, np.int64),
+                    np.empty(nouter, np.int64), cv, ct, bv, bt, bj)
