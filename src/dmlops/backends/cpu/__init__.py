@@ -79,7 +79,7 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     _k.max_pool_kernel(xb, xo, xs, ints(x.shape), pitch, yb, yo, ys, ib, io, ist,
                        ints(y.shape), *_window(window, strides, start, dilations),
                        tag_for(x.dtype), empty, empty_idx, True, indices is not None,
-                       xi, _k.key_spec(yb, x.dtype)[0], kspec, kmin)
+                       xi, _k.key_spec(yb, x.dtype)[0], kspec, kmin, _k.TABLE)
 
 
 def _counts(in_spatial, out_spatial, window, strides, start, end, dilations, include_padding):
@@ -117,7 +117,7 @@ def _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc
     _k.sum_pool_kernel(xb, xo, xs, ints(x.shape), _pitch(x.shape), yb, yo, ys, ints(y.shape),
                        *_window(window, strides, start, dilations), counts, cstart, fdiv,
                        tag_for(x.dtype), np.zeros(1, acc), zp_in, s_in, zp_out, s_out,
-                       quant is not _NO_QUANT, *_range(y.dtype))
+                       quant is not _NO_QUANT, *_range(y.dtype), _k.TABLE)
 
 
 _NO_QUANT = _NO_Q + _NO_Q

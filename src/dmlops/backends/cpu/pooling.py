@@ -27,7 +27,7 @@ from ._half import is_half, load, store, value_array
 from ._nrt import borrowed as _b
 
 _OPTS = dict(cache=True, nogil=True)
-_TABLE = 1 << 22        # the most outer-window offsets a call tabulates (32 MiB)
+TABLE = 1 << 22         # the most outer-window offsets a call tabulates (32 MiB)
 
 
 @njit(**_OPTS)
@@ -701,21 +701,22 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
 @njit(parallel=True, **_OPTS)
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
                     dil, tag, empty_value, empty_index, want_values, want_indices, xi, yi,
-                    kspec, kmin):
+                    kspec, kmin, table):
     """Arguments: ``xb, xo, xs`` input buffer, offset of element 0 and element strides;
     ``insz`` input sizes; ``pitch`` each dimension's step in the flat index of the caller's
     input (its logical row-major strides, permuted along with the dimensions);
     ``yb/yo/ys`` and ``ib/io/ist`` the value and index outputs likewise; ``outsz`` output
     sizes; ``win, strd, pad, dil`` the window over the spatial dimensions; ``xi``/``yi``
     the input and output buffers as integers of their width, ``kspec``/``kmin`` their keys'
-    description and lowest key (``key_spec``)."""
+    description and lowest key (``key_spec``); ``table`` the most offsets ``_row_table``
+    may list (``TABLE``)."""
     k = insz.shape[0] - 2
     jlo, jhi, jfirst = _last_dim(insz, outsz, win, strd, pad, dil)
     c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
     nones = _nones(jfirst)
     wr = _window_ranges(insz, outsz, win, strd, pad, dil)
     rows, nouter, chunks = _rows(outsz, win)
-    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, _TABLE)
+    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, table)
     for chunk in prange(chunks):
         _max_rows(chunk * rows // chunks, (chunk + 1) * rows // chunks, _b(xb), xo, _b(xs),
                   _b(insz), _b(pitch), _b(yb), yo, _b(ys), _b(ib), io, _b(ist), _b(outsz),
@@ -886,14 +887,15 @@ def _sum_rows(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch,
 @njit(parallel=True, **_OPTS)
 def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, dil, counts,
                     cstart, fdiv, tag, acc_proto, zp_in, scale_in, zp_out, scale_out,
-                    quantized, qlo, qhi):
+                    quantized, qlo, qhi, table):
     """Window sums in row-major offset order, then the average (``quantized`` False: float
     accumulation in ``acc_proto``'s type, divided by the divisor; a divisor of 0 gives
     +0.0) or SPEC 3.3's requantization (``quantized`` True: exact integer sums, float32
     arithmetic, round half to even, clamp). ``counts[cstart[i] + o]`` is dimension ``i``'s
     share of the divisor at output ``o``, ``fdiv`` the last dimension's as floats (float32,
     or float64 for float64); ``qlo``/``qhi`` the output type's range (quantized only).
-    Quantized sums run in ``acc_proto``'s type: int32 where no window can overflow it."""
+    Quantized sums run in ``acc_proto``'s type: int32 where no window can overflow it.
+    ``table``: as for ``max_pool_kernel``."""
     rank = insz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
@@ -901,7 +903,7 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
     c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
     wr = _window_ranges(insz, outsz, win, strd, pad, dil)
     rows, nouter, chunks = _rows(outsz, win)
-    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, _TABLE)
+    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, table)
     coords = np.zeros(rank, np.int64)
     odiv = np.ones(ocnt.shape[0], np.int64)         # the outer dimensions' divisor factor
     for pos in range(ocnt.shape[0]):
