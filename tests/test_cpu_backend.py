@@ -414,3 +414,18 @@ def test_rows_without_a_table(monkeypatch):
     monkeypatch.setattr(pooling, "TABLE", 0)
     for call, w in zip(calls, want):
         assert _same(call("cpu"), w)
+
+
+@numba.njit(nogil=True)
+def _count_items(lo, hi, seen):
+    for i in range(lo, hi):
+        seen[i] += 1
+
+
+@pytest.mark.parametrize("n,min_items", [(0, 1), (1, 1), (7, 1), (1001, 1), (1001, 600),
+                                         (5000, 4096)])
+def test_parallel_covers_every_item_once(n, min_items):
+    from dmlops.backends.cpu._threads import parallel
+    seen = np.zeros(n, np.int64)
+    parallel(_count_items, n, seen, min_items=min_items)
+    assert (seen == 1).all()

@@ -63,11 +63,13 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
         x, window, strides, start, dilations, y, indices)
     xb, xo, xs = flat(x)
     yb, yo, ys = flat(y)
+    # indices as unsigned integers of their width (their values are never negative), and a
+    # 32-bit dummy without them: one compiled kernel per data type and index width
     if indices is not None:
-        ib, io, ist = flat(indices)
-        empty_idx = np.array(empty_index).astype(indices.dtype)[()]
+        ib, io, ist = flat(_bits(indices))
+        empty_idx = np.array(empty_index).astype(indices.dtype).view(ib.dtype)[()]
     else:
-        ib, io, ist, empty_idx = np.empty(1, np.int64), 0, ints([0] * y.ndim), np.int64(0)
+        ib, io, ist, empty_idx = np.empty(1, np.uint32), 0, ints([0] * y.ndim), np.uint32(0)
     if x.dtype == np.float16:
         empty = np.uint16(0xFC00)
     elif x.dtype.kind == "f":

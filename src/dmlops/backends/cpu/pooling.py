@@ -1,8 +1,8 @@
 """Compiled pooling kernels (SPEC 3.1, 3.3, 3.4, 3.5): one N-D kernel per operation.
 
 Layout of the work: the output is cut into *rows* (every output dimension but the last);
-rows are shared out among threads (``prange``), each writing only its own outputs, so the
-result never depends on the thread count. A row is a plane (the first two dimensions) and
+rows are shared out among threads (``_threads.parallel``), each writing only its own
+outputs, so the result never depends on the thread count. A row is a plane (the first two dimensions) and
 a *position* (the other spatial coordinates but the last); what the planes share per
 position, the input offsets of the real outer-window elements in row-major order, is listed
 once per call (``_row_table``). Then for each of them and each offset ``j`` of the last
@@ -19,12 +19,13 @@ max pooling without indices compares integer keys, columns first (``_keys_row``)
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import overload
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
 from ._half import is_half, load, store, value_array
 from ._nrt import borrowed as _b
+from ._threads import parallel
 
 _OPTS = dict(cache=True, nogil=True)
 TABLE = 1 << 22         # the most outer-window offsets a call tabulates (32 MiB)
@@ -160,8 +161,7 @@ def _nones(jfirst):
 
 @njit(**_OPTS)
 def _rows(outsz, win):
-    """Rows (every output dimension but the last), outer window size, and the chunks the
-    rows are shared out in (a chunk's scratch is allocated once)."""
+    """Rows (every output dimension but the last) and the outer window's size."""
     rank = outsz.shape[0]
     rows = 1
     for d in range(rank - 1):
@@ -169,7 +169,7 @@ def _rows(outsz, win):
     nouter = 1
     for i in range(win.shape[0] - 1):
         nouter *= win[i]
-    return rows, nouter, min(rows, 256)
+    return rows, nouter
 
 
 @njit(**_OPTS)
@@ -518,9 +518,12 @@ def _max_scratch(olast, ncols, xb, tag):
 def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
               nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab):
-    """Output rows [r0, r1) of ``max_pool_kernel`` (one task; a plain function, so that the
-    parallel kernel stays small and quick to compile). Values alone go by keys
+    """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Values alone go by keys
     (``_keys_rows``) where the rows allow."""
+    xb, xs, insz, pitch, yb, ys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(yb), _b(ys)
+    ib, ist, outsz, win, strd, pad = _b(ib), _b(ist), _b(outsz), _b(win), _b(strd), _b(pad)
+    dil, tag, jlo, jhi, jfirst, nones = _b(dil), _b(tag), _b(jlo), _b(jhi), _b(jfirst), _b(nones)
+    wr, xi, yi, otab, ocnt, ytab = _b(wr), _b(xi), _b(yi), _b(otab), _b(ocnt), _b(ytab)
     rank = insz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
@@ -582,6 +585,26 @@ def _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, most):
 
 
 @njit(inline="always", **_OPTS)
+def _row_plane(r, npos, outsz):
+    """Row ``r``'s position in ``_row_table`` and its plane ``(n, c)``."""
+    plane = r // npos
+    return r % npos, plane // outsz[1], plane % outsz[1]
+
+
+@njit(inline="always", **_OPTS)
+def _next_row(pos, n, c, npos, outsz):
+    """The position and plane of the row after ``(pos, n, c)``."""
+    pos += 1
+    if pos == npos:
+        pos = 0
+        c += 1
+        if c == outsz[1]:
+            c = 0
+            n += 1
+    return pos, n, c
+
+
+@njit(inline="always", **_OPTS)
 def _offsets(pos, otab, outsz, wr, xs, win, strd, pad, dil, pitch, coords, offs, flats,
              scratch):
     """Row position ``pos``'s outer-window offsets: its ``otab`` row, or found now."""
@@ -606,8 +629,7 @@ def _keys_rows(r0, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil, p
     wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
     xsk, ysk = xs[rank - 1], ys[rank - 1]
     npos = ocnt.shape[0]
-    plane, pos = r0 // npos, r0 % npos
-    n, c = plane // outsz[1], plane % outsz[1]
+    pos, n, c = _row_plane(r0, npos, outsz)
     xplane = xo + n * xs[0] + c * xs[1]
     yplane = yo + n * ys[0] + c * ys[1]
     uys = np.uint64(ysk)
@@ -627,13 +649,8 @@ def _keys_rows(r0, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil, p
                 yb[yrow + nones[i] * ysk] = empty_value
         else:
             return r
-        pos += 1
-        if pos == npos:
-            pos = 0
-            c += 1
-            if c == outsz[1]:
-                c = 0
-                n += 1
+        pos, n, c = _next_row(pos, n, c, npos, outsz)
+        if pos == 0:
             xplane = xo + n * xs[0] + c * xs[1]
             yplane = yo + n * ys[0] + c * ys[1]
     return r1
@@ -698,7 +715,21 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
                 ib[irow + o * isk] = empty_index
 
 
-@njit(parallel=True, **_OPTS)
+@njit(**_OPTS)
+def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table):
+    """What every row of a max pooling (or its gradient) shares: the last dimension's
+    window (``_last_dim``, ``_columns``, ``_nones``), the window ranges, the number of rows
+    and outer-window elements, and the row table (``_row_table``, ``table`` offsets at
+    most). Its types are the same for every data type, so it compiles once."""
+    k = insz.shape[0] - 2
+    jlo, jhi, jfirst = _last_dim(insz, outsz, win, strd, pad, dil)
+    c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
+    wr = _window_ranges(insz, outsz, win, strd, pad, dil)
+    rows, nouter = _rows(outsz, win)
+    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, table)
+    return jlo, jhi, jfirst, c0, c1, _nones(jfirst), wr, rows, nouter, otab, ocnt, ytab
+
+
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
                     dil, tag, empty_value, empty_index, want_values, want_indices, xi, yi,
                     kspec, kmin, table):
@@ -710,19 +741,17 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
     the input and output buffers as integers of their width, ``kspec``/``kmin`` their keys'
     description and lowest key (``key_spec``); ``table`` the most offsets ``_row_table``
     may list (``TABLE``)."""
-    k = insz.shape[0] - 2
-    jlo, jhi, jfirst = _last_dim(insz, outsz, win, strd, pad, dil)
-    c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
-    nones = _nones(jfirst)
-    wr = _window_ranges(insz, outsz, win, strd, pad, dil)
-    rows, nouter, chunks = _rows(outsz, win)
-    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, table)
-    for chunk in prange(chunks):
-        _max_rows(chunk * rows // chunks, (chunk + 1) * rows // chunks, _b(xb), xo, _b(xs),
-                  _b(insz), _b(pitch), _b(yb), yo, _b(ys), _b(ib), io, _b(ist), _b(outsz),
-                  _b(win), _b(strd), _b(pad), _b(dil), _b(tag), empty_value, empty_index,
-                  want_values, want_indices, _b(jlo), _b(jhi), _b(jfirst), _b(nones), c0, c1,
-                  nouter, _b(wr), _b(xi), _b(yi), kspec, kmin, _b(otab), _b(ocnt), _b(ytab))
+    jlo, jhi, jfirst, c0, c1, nones, wr, rows, nouter, otab, ocnt, ytab = _plan(
+        insz, outsz, win, strd, pad, dil, xs, ys, pitch, table)
+    parallel(_max_rows, rows, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
+             strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices, jlo,
+             jhi, jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab,
+             min_items=_min_rows(outsz))
+
+
+def _min_rows(outsz):
+    """The fewest rows worth a thread of their own (about 4096 outputs)."""
+    return max(1, 4096 // max(1, int(outsz[-1])))
 
 
 def key_spec(buf, dtype):
@@ -793,20 +822,30 @@ def _store_row(acc, yb, yrow, ysk, olast, tag):
 
 
 @njit(**_OPTS)
-def _sum_rows(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, tag,
-              jlo, jhi, c0, c1, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in, zp_out,
-              scale_out, quantized, qlo, qhi, acc, ck, coords, offs, flats, scratch):
-    """Rows [r0, r1) of ``sum_pool_kernel`` (one task), the geometry from ``_row_table``.
+def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr,
+              tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in,
+              zp_out, scale_out, quantized, qlo, qhi, acc_proto):
+    """Rows [r0, r1) of ``sum_pool_kernel`` (one thread's task), the geometry from
+    ``_row_table``.
 
     Each output adds its window's terms in row-major offset order: per outer element, its
     last-dimension offsets one after the other, each a pass over the row's outputs. With
     stride 2 (unit input steps) an input row is first split into even and odd columns, so
     that those passes read contiguous terms; float16 is converted once there, too."""
-    acc, ck, coords, offs = _b(acc), _b(ck), _b(coords), _b(offs)
-    flats, scratch = _b(flats), _b(scratch)
+    xb, xs, yb, ys, outsz, win = _b(xb), _b(xs), _b(yb), _b(ys), _b(outsz), _b(win)
+    strd, pad, dil, pitch, wr, tag = _b(strd), _b(pad), _b(dil), _b(pitch), _b(wr), _b(tag)
+    jlo, jhi, otab, ocnt, ytab, odiv = _b(jlo), _b(jhi), _b(otab), _b(ocnt), _b(ytab), _b(odiv)
+    fdiv, zp_in, scale_in = _b(fdiv), _b(zp_in), _b(scale_in)
+    zp_out, scale_out = _b(zp_out), _b(scale_out)
     rank = outsz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
+    # this task's scratch (its helpers are inlined: no reference counts to borrow away)
+    acc = np.empty(olast, acc_proto.dtype)
+    ck = np.empty(2 * (insz[rank - 1] // 2 + 1), acc_proto.dtype)
+    coords, offs, flats = np.empty(rank, np.int64), np.empty(nouter, np.int64), np.empty(
+        nouter, np.int64)
+    scratch = np.empty((3, k), np.int64)
     wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
     xsk, ysk = xs[rank - 1], ys[rank - 1]
     fqlo, fqhi = np.float32(qlo), np.float32(qhi)
@@ -814,8 +853,7 @@ def _sum_rows(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch,
     half = ck.shape[0] // 2
     i0, i1 = c0 >> 1, c1 >> 1
     npos = ocnt.shape[0]
-    plane, pos = r0 // npos, r0 % npos
-    n, c = plane // outsz[1], plane % outsz[1]
+    pos, n, c = _row_plane(r0, npos, outsz)
     for r in range(r0, r1):
         if r == r0 or pos == 0:
             xplane = xo + n * xs[0] + c * xs[1]
@@ -875,16 +913,25 @@ def _sum_rows(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch,
                 _store_row(acc, yb, np.uint64(yrow), np.uint64(1), olast, tag)
             else:
                 _store_row(acc, yb, np.uint64(yrow), np.uint64(ysk), olast, tag)
-        pos += 1
-        if pos == npos:
-            pos = 0
-            c += 1
-            if c == outsz[1]:
-                c = 0
-                n += 1
+        pos, n, c = _next_row(pos, n, c, npos, outsz)
 
 
-@njit(parallel=True, **_OPTS)
+@njit(**_OPTS)
+def _outer_divisors(outsz, counts, cstart):
+    """Per row position, the product of its outer dimensions' divisor factors."""
+    rank = outsz.shape[0]
+    npos = 1
+    for d in range(2, rank - 1):
+        npos *= outsz[d]
+    coords = np.zeros(rank, np.int64)
+    odiv = np.ones(npos, np.int64)
+    for pos in range(npos):
+        _decode(pos, outsz, 2, rank - 1, coords)
+        for i in range(rank - 3):
+            odiv[pos] *= counts[cstart[i] + coords[2 + i]]
+    return odiv
+
+
 def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, dil, counts,
                     cstart, fdiv, tag, acc_proto, zp_in, scale_in, zp_out, scale_out,
                     quantized, qlo, qhi, table):
@@ -896,38 +943,19 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
     or float64 for float64); ``qlo``/``qhi`` the output type's range (quantized only).
     Quantized sums run in ``acc_proto``'s type: int32 where no window can overflow it.
     ``table``: as for ``max_pool_kernel``."""
-    rank = insz.shape[0]
-    k = rank - 2
-    olast = outsz[rank - 1]
-    jlo, jhi, _ = _last_dim(insz, outsz, win, strd, pad, dil)
-    c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
-    wr = _window_ranges(insz, outsz, win, strd, pad, dil)
-    rows, nouter, chunks = _rows(outsz, win)
-    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, table)
-    coords = np.zeros(rank, np.int64)
-    odiv = np.ones(ocnt.shape[0], np.int64)         # the outer dimensions' divisor factor
-    for pos in range(ocnt.shape[0]):
-        _decode(pos, outsz, 2, rank - 1, coords)
-        for i in range(k - 1):
-            odiv[pos] *= counts[cstart[i] + coords[2 + i]]
-    for chunk in prange(chunks):
-        acc = np.empty(olast, acc_proto.dtype)
-        ck = np.empty(2 * (insz[rank - 1] // 2 + 1), acc_proto.dtype)
-        _sum_rows(chunk * rows // chunks, (chunk + 1) * rows // chunks, _b(xb), xo, _b(xs),
-                  _b(yb), yo, _b(ys), _b(outsz), _b(win), _b(strd), _b(pad), _b(dil),
-                  _b(pitch), _b(wr), _b(tag), _b(jlo), _b(jhi), c0, c1, _b(otab), _b(ocnt),
-                  _b(ytab), _b(odiv), _b(fdiv), _b(zp_in), _b(scale_in), _b(zp_out),
-                  _b(scale_out), quantized, qlo, qhi, acc, ck, np.empty(rank, np.int64),
-                  np.empty(nouter, np.int64), np.empty(nouter, np.int64),
-                  np.empty((3, k), np.int64))
+    jlo, jhi, _, c0, c1, _, wr, rows, nouter, otab, ocnt, ytab = _plan(
+        insz, outsz, win, strd, pad, dil, xs, ys, pitch, table)
+    parallel(_sum_rows, rows, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch,
+             wr, tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab,
+             _outer_divisors(outsz, counts, cstart), fdiv, zp_in, scale_in, zp_out, scale_out,
+             quantized, qlo, qhi, acc_proto, min_items=_min_rows(outsz))
 
 
 @njit(**_OPTS)
 def _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil, dxb,
                 dxo, dxs, dxsz, tag, acc, dx_packed, jlo, jhi, jfirst, c0, c1, wr, coords,
                 scratch, offs, flats, cv, ct, bv, bt, bj):
-    """Plane ``p`` of ``max_grad_kernel`` (one task; a plain function, see ``_max_rows``),
-    on borrowed scratch (see ``_max_loop``)."""
+    """Plane ``p`` of ``max_grad_kernel``, on borrowed scratch (see ``_max_loop``)."""
     coords, scratch, offs, flats = _b(coords), _b(scratch), _b(offs), _b(flats)
     cv, ct, bv, bt, bj, acc = _b(cv), _b(ct), _b(bv), _b(bt), _b(bj), _b(acc)
     rank = insz.shape[0]
@@ -974,7 +1002,32 @@ def _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad
         dxb[e] = store(acc[i], tag, dxb.dtype.type)
 
 
-@njit(parallel=True, **_OPTS)
+@njit(**_OPTS)
+def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil,
+                 dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, c0, c1,
+                 nouter, wr):
+    """Planes [p0, p1) of ``max_grad_kernel`` (one thread's task)."""
+    xb, xs, insz, pitch, dyb, dys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(dyb), _b(dys)
+    outsz, win, strd, pad, dil, dxb = _b(outsz), _b(win), _b(strd), _b(pad), _b(dil), _b(dxb)
+    dxs, dxsz, tag, jlo, jhi, jfirst = _b(dxs), _b(dxsz), _b(tag), _b(jlo), _b(jhi), _b(jfirst)
+    wr = _b(wr)
+    rank = insz.shape[0]
+    k = rank - 2
+    in_plane = 1
+    for d in range(2, rank):
+        in_plane *= insz[d]
+    cv, ct, bv, bt, bj = _max_scratch(outsz[rank - 1], insz[rank - 1], xb, tag)
+    acc = np.empty(in_plane, acc_proto.dtype)
+    coords, scratch = np.empty(rank, np.int64), np.empty((3, k), np.int64)
+    offs, flats = np.empty(nouter, np.int64), np.empty(nouter, np.int64)
+    for p in range(p0, p1):
+        for i in range(in_plane):
+            acc[i] = 0
+        _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil, dxb,
+                    dxo, dxs, dxsz, tag, acc, dx_packed, jlo, jhi, jfirst, c0, c1, wr, coords,
+                    scratch, offs, flats, cv, ct, bv, bt, bj)
+
+
 def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil,
                     dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed):
     """Each window's argmax (as ``max_pool_kernel`` finds it) receives the window's gradient,
@@ -988,20 +1041,9 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
     a plane's accumulator is in the caller's logical order; ``dxsz``/``dxs`` describe the
     caller's ``dx``, C-contiguous when ``dx_packed``. Sums run in ``acc_proto``'s type from
     +0.0 and are rounded once at the end."""
-    k = insz.shape[0] - 2
-    jlo, jhi, jfirst = _last_dim(insz, outsz, win, strd, pad, dil)
-    c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
-    _, nouter, _ = _rows(outsz, win)
-    wr = _window_ranges(insz, outsz, win, strd, pad, dil)
-    rank = insz.shape[0]
-    in_plane = 1
-    for d in range(2, rank):
-        in_plane *= insz[d]
-    for p in prange(insz[0] * insz[1]):
-        cv, ct, bv, bt, bj = _max_scratch(outsz[rank - 1], insz[rank - 1], xb, tag)
-        _grad_plane(p, _b(xb), xo, _b(xs), _b(insz), _b(pitch), _b(dyb), dyo, _b(dys),
-                    _b(outsz), _b(win), _b(strd), _b(pad), _b(dil), _b(dxb), dxo, _b(dxs),
-                    _b(dxsz), _b(tag), np.zeros(in_plane, acc_proto.dtype), dx_packed,
-                    _b(jlo), _b(jhi), _b(jfirst), c0, c1, _b(wr), np.empty(rank, np.int64),
-                    np.empty((3, k), np.int64), np.empty(nouter, np.int64),
-                    np.empty(nouter, np.int64), cv, ct, bv, bt, bj)
+    jlo, jhi, jfirst, c0, c1, _, wr, _, nouter, _, _, _ = _plan(
+        insz, outsz, win, strd, pad, dil, xs, dys, pitch, 0)
+    in_plane = int(np.prod(insz[2:]))
+    parallel(_grad_planes, int(insz[0] * insz[1]), xb, xo, xs, insz, pitch, dyb, dyo, dys,
+             outsz, win, strd, pad, dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo,
+             jhi, jfirst, c0, c1, nouter, wr, min_items=max(1, 4096 // max(1, in_plane)))
