@@ -1,19 +1,20 @@
 """Compiled kernels for the rest of the pooling family (SPEC 3.2, 3.6, 3.7, 3.8): Lp pooling,
 the average-pooling gradient, max unpooling and ROI pooling.
 
-Each is one N-D kernel, parallel over independent pieces of the output (rows for Lp, (n, c)
-planes for the gradient and unpooling, (region, channel) pairs for ROI pooling), so results
-never depend on the thread count. Window elements are visited in row-major offset order, the
+Each is one N-D kernel whose tasks, shared out among threads (``_threads.parallel``), are
+independent pieces of the output (rows for Lp, (n, c) planes for the gradient and unpooling,
+(region, channel) pairs for ROI pooling), so results never depend on the thread count. Window elements are visited in row-major offset order, the
 order the reference backend uses.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
 from ._half import load, store, store_double
+from ._threads import parallel
 from .pooling import _out_range, _valid_range
 
 _OPTS = dict(cache=True, nogil=True)
@@ -57,9 +58,21 @@ def _window_offsets(coords, insz, xs, win, strd, pad, dil, offs, lo, hi, j):
     return count
 
 
-@njit(parallel=True, **_OPTS)
 def lp_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
-    """``(Σ |x|^p)^(1/p)`` per window, in float64 as ``m * (Σ (|x|/m)^p)^(1/p)``.
+    """``(Σ |x|^p)^(1/p)`` per window (``_lp_rows``), rows shared out among threads."""
+    parallel(_lp_rows, int(np.prod(outsz[:-1])), xb, xo, xs, insz, yb, yo, ys, outsz, win,
+             strd, pad, dil, p, tag, min_items=_min_items(outsz[-1]))
+
+
+def _min_items(size):
+    """The fewest rows (or planes) of ``size`` outputs worth a thread of their own."""
+    return max(1, 4096 // max(1, int(size)))
+
+
+@njit(**_OPTS)
+def _lp_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
+    """Rows [r0, r1) of ``(Σ |x|^p)^(1/p)`` per window, in float64 as
+    ``m * (Σ (|x|/m)^p)^(1/p)``.
 
     A row of outputs is done offset by offset, like the reference: first ``m`` (and whether
     a NaN is present) of every window, then the scaled terms added in row-major offset order,
@@ -70,9 +83,6 @@ def lp_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
     outer = 1
     for i in range(k - 1):
         outer *= win[i]
-    rows = 1
-    for d in range(last):
-        rows *= outsz[d]
     olast, wk = outsz[last], win[k - 1]
     sk, pk, dk, xsk = strd[k - 1], pad[k - 1], dil[k - 1], xs[last]
     fp = np.float64(p)
@@ -81,7 +91,7 @@ def lp_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
     jhi = np.empty(wk, np.int64)
     for jj in range(wk):
         jlo[jj], jhi[jj] = _out_range(jj, insz[last], olast, sk, pk, dk)
-    for row in prange(rows):
+    for row in range(r0, r1):
         coords = np.empty(rank, np.int64)
         lo = np.empty(k, np.int64)
         hi = np.empty(k, np.int64)
@@ -161,16 +171,24 @@ def _step(idx, sizes, strides, first, e):
     return _step2(idx, sizes, strides, strides, first, e, e)[0]
 
 
-@njit(parallel=True, **_OPTS)
 def average_grad_kernel(gb, go, gs, outsz, db, do, ds, insz, win, strd, pad, dil, counts,
                         cstart, tag, acc_proto):
-    """Per (n, c) plane: ``g = dy / divisor``, then for each window offset, in descending
+    """The average-pooling gradient (``_average_grad_planes``), planes shared out among
+    threads."""
+    parallel(_average_grad_planes, int(insz[0] * insz[1]), gb, go, gs, outsz, db, do, ds, insz,
+             win, strd, pad, dil, counts, cstart, tag, acc_proto,
+             min_items=_min_items(np.prod(insz[2:])))
+
+
+@njit(**_OPTS)
+def _average_grad_planes(p0, p1, gb, go, gs, outsz, db, do, ds, insz, win, strd, pad, dil,
+                         counts, cstart, tag, acc_proto):
+    """Planes [p0, p1). Per (n, c) plane: ``g = dy / divisor``, then for each window offset, in descending
     row-major order, ``g`` is added to the elements that offset reaches. For one element the
     offsets come in ascending output order, so it sums its contributions in that order, from
     +0.0, in the accumulator's type (as the reference backend does, slice by slice)."""
     rank = insz.shape[0]
     k = rank - 2
-    planes = insz[0] * insz[1]
     plane_in = 1
     plane_out = 1
     volume = 1
@@ -184,7 +202,7 @@ def average_grad_kernel(gb, go, gs, outsz, db, do, ds, insz, win, strd, pad, dil
         ipitch[d] = ipitch[d + 1] * insz[d + 1]
         opitch[d] = opitch[d + 1] * outsz[d + 1]
     sk = strd[k - 1]
-    for pl in prange(planes):
+    for pl in range(p0, p1):
         idx = np.zeros(rank, np.int64)
         j = np.empty(k, np.int64)
         lo = np.empty(k, np.int64)
@@ -245,19 +263,25 @@ def _offset(flat, sizes, strides, base):
     return e
 
 
-@njit(parallel=True, **_OPTS)
 def unpool_local(ib, io, ist, insz, outsz, empty, skip):
     """Whether every index of plane (n, c) names an element of the output's plane (n, c),
     so the planes can be scattered in parallel."""
+    ok = np.ones(int(insz[0] * insz[1]), np.bool_)
+    parallel(_unpool_local_planes, ok.size, ib, io, ist, insz, outsz, empty, skip, ok,
+             min_items=_min_items(np.prod(insz[2:])))
+    return bool(ok.all())
+
+
+@njit(**_OPTS)
+def _unpool_local_planes(p0, p1, ib, io, ist, insz, outsz, empty, skip, ok):
+    """``ok[pl]`` False for the planes in [p0, p1) with an index outside their own."""
     rank = insz.shape[0]
-    planes = insz[0] * insz[1]
     plane_in = 1
     plane_out = 1
     for d in range(2, rank):
         plane_in *= insz[d]
         plane_out *= outsz[d]
-    bad = 0
-    for pl in prange(planes):
+    for pl in range(p0, p1):
         idx = np.zeros(rank, np.int64)
         e = _offset(pl * plane_in, insz, ist, io)
         first = pl * plane_out
@@ -268,32 +292,49 @@ def unpool_local(ib, io, ist, insz, outsz, empty, skip):
                 continue
             iv = np.int64(v)                       # in range: checked before the kernel
             if iv < first or iv >= first + plane_out:
-                bad += 1
-    return bad == 0
+                ok[pl] = False
+                break
 
 
-@njit(parallel=True, **_OPTS)
 def unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local,
                   y_packed):
     """Zero the output, then write each input element at its index, in flat input order
     (the later of two elements naming one position wins). Parallel over planes when every
     index stays in its own plane, else one pass in order. ``y_packed``: the output is
     C-contiguous, so an index is its offset."""
-    rank = insz.shape[0]
-    planes = insz[0] * insz[1]
-    plane_in = 1
+    plane_out = int(np.prod(outsz[2:]))
+    parallel(_unpool_zero, int(outsz[0] * outsz[1]), yb, yo, ys, outsz,
+             min_items=_min_items(plane_out))
+    parts = int(insz[0] * insz[1]) if local else 1
+    parallel(_unpool_scatter, parts, xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty,
+             skip, local, y_packed, min_items=_min_items(np.prod(insz[2:])))
+
+
+@njit(**_OPTS)
+def _unpool_zero(p0, p1, yb, yo, ys, outsz):
+    """Zero the output's planes [p0, p1)."""
+    rank = outsz.shape[0]
     plane_out = 1
     for d in range(2, rank):
-        plane_in *= insz[d]
         plane_out *= outsz[d]
-    for pl in prange(outsz[0] * outsz[1]):
+    for pl in range(p0, p1):
         idx = np.zeros(rank, np.int64)
         e = _offset(pl * plane_out, outsz, ys, yo)
         for q in range(plane_out):
             yb[e] = 0
             e = _step(idx, outsz, ys, 2, e)
-    parts = planes if local else 1
-    for part in prange(parts):
+
+
+@njit(**_OPTS)
+def _unpool_scatter(q0, q1, xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip,
+                    local, y_packed):
+    """Parts [q0, q1) of the scatter: input planes (``local``), or the one whole pass."""
+    rank = insz.shape[0]
+    planes = insz[0] * insz[1]
+    plane_in = 1
+    for d in range(2, rank):
+        plane_in *= insz[d]
+    for part in range(q0, q1):
         idx = np.zeros(rank, np.int64)
         first = part * plane_in if local else 0
         count = plane_in if local else planes * plane_in
@@ -309,12 +350,19 @@ def unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip,
             ex, ei = _step2(idx, insz, xs, ist, top, ex, ei)   # one counter, two tensors
 
 
-@njit(parallel=True, **_OPTS)
 def roi_kernel(xb, xo, xs, regions, yb, yo, ys, outsz, h, w, tag):
-    """Per (region, channel): each bin's maximum by SPEC 3.4's rules (the first maximum, the
-    first NaN), its bits copied; an empty bin gives 0."""
+    """Per (region, channel): each bin's maximum (``_roi_pairs``), the pairs shared out
+    among threads."""
+    parallel(_roi_pairs, int(outsz[0] * outsz[1]), xb, xo, xs, regions, yb, yo, ys, outsz, h,
+             w, tag, min_items=_min_items(outsz[2] * outsz[3]))
+
+
+@njit(**_OPTS)
+def _roi_pairs(i0, i1, xb, xo, xs, regions, yb, yo, ys, outsz, h, w, tag):
+    """(Region, channel) pairs [i0, i1): each bin's maximum by SPEC 3.4's rules (the first
+    maximum, the first NaN), its bits copied; an empty bin gives 0."""
     nroi, c, ph_n, pw_n = outsz[0], outsz[1], outsz[2], outsz[3]
-    for rc in prange(nroi * c):
+    for rc in range(i0, i1):
         r = rc // c
         ch = rc % c
         b, x1, y1 = regions[r, 0], regions[r, 1], regions[r, 2]

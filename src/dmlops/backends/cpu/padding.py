@@ -35,11 +35,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numba import uint64 as U
 
 from . import _cache  # noqa: F401  (routes the on-disk cache before any kernel is defined)
 from ._buffers import flat, ints
+from ._threads import parallel
 
 CONSTANT, EDGE, REFLECTION, SYMMETRIC, WRAP = range(5)
 VALUE, REPEAT, COPY, MIRROR, GATHER = range(5)             # how a run of outputs is filled
@@ -135,10 +136,21 @@ def _runs(mode: int, n: int, start: int, out_size: int, short: int):
     return runs
 
 
-@njit(parallel=True, cache=True, nogil=True)
 def _pad(xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first, kind, source, lookup,
          value, chunk):
-    """Fill ``ybuf`` (offset ``yoff``, strides ``ystr``, shape ``yshape``) from ``xbuf``.
+    """Fill ``ybuf`` (offset ``yoff``, strides ``ystr``, shape ``yshape``) from ``xbuf``,
+    the tasks (``_pad_tasks``) shared out among threads."""
+    n_last = int(yshape[-1])
+    tasks = int(np.prod(yshape[:-1])) * -(-n_last // chunk)
+    parallel(_pad_tasks, tasks, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first,
+             kind, source, lookup, value, chunk, min_items=max(1, 4096 // min(chunk, n_last)))
+
+
+@njit(cache=True, nogil=True)
+def _pad_tasks(t0, t1, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first, kind,
+               source, lookup, value, chunk):
+    """Tasks [t0, t1) of ``_pad``: fill ``ybuf`` (offset ``yoff``, strides ``ystr``, shape
+    ``yshape``) from ``xbuf``.
 
     ``maps[moff[d] + o]`` is the input coordinate of output coordinate ``o`` in the outer
     dimension ``d`` (-1: ``value[0]``); the last dimension comes as the runs of ``_runs``.
@@ -150,14 +162,11 @@ def _pad(xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first, kind, so
     """
     last = yshape.size - 1
     n_last = yshape[last]
-    rows = 1
-    for d in range(last):
-        rows *= yshape[d]
     chunks = (n_last + chunk - 1) // chunk
     xs = xstr[last]
     ys = ystr[last]
     v = value[0]
-    for task in prange(rows * chunks):
+    for task in range(t0, t1):
         row = np.int64(task)
         c0 = 0
         if chunks > 1:                   # (a division per row costs more than a branch)
