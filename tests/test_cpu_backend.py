@@ -226,7 +226,9 @@ def test_out_with_any_strides():
 
 
 @pytest.mark.parametrize("op", ["max", "max_indices", "average", "grad", "quantized", "pad"])
-def test_same_bits_with_one_and_two_threads(op):
+def test_same_bits_with_one_and_two_threads(op, monkeypatch):
+    from dmlops.backends.cpu import _threads
+    monkeypatch.setattr(_threads, "MIN_WORK", 1)        # small as it is, split it
     rng = np.random.default_rng(11)
     x = rng.integers(-3, 3, (2, 8, 33, 35)).astype(np.float32)
     xq = rng.integers(0, 255, (2, 8, 33, 35)).astype(np.uint8)
@@ -353,8 +355,7 @@ def test_max_values_by_keys_bitwise(dtype, width):
 
 @pytest.mark.parametrize("layout", ["c", "channels_last"])
 def test_many_rows_per_task(layout):
-    """Tasks take several output rows each once there are more rows than tasks (256), and
-    walk them by position and plane: every operator against the reference there, with
+    """A task takes many output rows and walks them by position and plane: every operator against the reference there, with
     per-channel quantization (a plane change must change the channel's parameters)."""
     rng = np.random.default_rng(3)
     shape = (3, 5, 41, 23)
@@ -422,10 +423,15 @@ def _count_items(lo, hi, seen):
         seen[i] += 1
 
 
-@pytest.mark.parametrize("n,min_items", [(0, 1), (1, 1), (7, 1), (1001, 1), (1001, 600),
-                                         (5000, 4096)])
-def test_parallel_covers_every_item_once(n, min_items):
-    from dmlops.backends.cpu._threads import parallel
+@pytest.mark.parametrize("n,item_size", [(0, 4096), (1, 4096), (7, 4096), (1001, 4096),
+                                         (1001, 7), (5000, 1)])
+def test_parallel_covers_every_item_once(n, item_size):
+    from dmlops.backends.cpu._threads import MIN_WORK, parallel
     seen = np.zeros(n, np.int64)
-    parallel(_count_items, n, seen, min_items=min_items)
+    parallel(_count_items, n, seen, item_size=item_size)
     assert (seen == 1).all()
+    # as many contiguous shares as threads, each worth MIN_WORK outputs at least
+    shares = []
+    parallel(lambda lo, hi: shares.append((lo, hi)), n, item_size=item_size)
+    want = max(1, min(numba.get_num_threads(), n * item_size // MIN_WORK))
+    assert sorted(shares) == [(n * i // want, n * (i + 1) // want) for i in range(want)]

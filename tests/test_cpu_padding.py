@@ -173,10 +173,11 @@ def test_one_and_two_threads_agree(mode, shape, start, end, chunk):
     value = np.asarray(np.nan, np.float32)
     want = np.empty(out, np.float32)
     ref.padding(x, want, start, mode, value)
-    threads, saved = numba.get_num_threads(), cpu.CHUNK
+    from dmlops.backends.cpu import _threads
+    threads, saved, work = numba.get_num_threads(), cpu.CHUNK, _threads.MIN_WORK
     results = []
     try:
-        cpu.CHUNK = chunk
+        cpu.CHUNK, _threads.MIN_WORK = chunk, 1         # every task worth a thread
         for n in (1, 2):
             numba.set_num_threads(n)
             y = np.empty(out, np.float32)
@@ -184,7 +185,7 @@ def test_one_and_two_threads_agree(mode, shape, start, end, chunk):
             results.append(y)
     finally:
         numba.set_num_threads(threads)
-        cpu.CHUNK = saved
+        cpu.CHUNK, _threads.MIN_WORK = saved, work
     for y in results:
         assert np.array_equal(O.bits(y), O.bits(want))
 

@@ -9,7 +9,7 @@ import numpy as np
 from . import family as _f
 from . import pooling as _k
 from .padding import padding  # noqa: F401
-from ._buffers import flat, ints
+from ._buffers import bits, flat, ints
 from ._half import tag_for
 
 NAME = "cpu"
@@ -66,7 +66,7 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     # indices as unsigned integers of their width (their values are never negative), and a
     # 32-bit dummy without them: one compiled kernel per data type and index width
     if indices is not None:
-        ib, io, ist = flat(_bits(indices))
+        ib, io, ist = flat(bits(indices))
         empty_idx = np.array(empty_index).astype(indices.dtype).view(ib.dtype)[()]
     else:
         ib, io, ist, empty_idx = np.empty(1, np.uint32), 0, ints([0] * y.ndim), np.uint32(0)
@@ -246,20 +246,15 @@ def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include
                            tag_for(dx.dtype), np.zeros(1, acc))
 
 
-def _bits(a):
-    """The same memory as unsigned integers of its width: unpooling only moves values, so
-    one compiled kernel per width serves every type (and int64's -1 becomes uint64's
-    2^64-1, the other "no element" value)."""
-    return a.view(f"u{a.dtype.itemsize}")
-
-
 def max_unpooling(x, indices, y, empty_index):
     skip = empty_index is not None
     empty = np.array(empty_index if skip else 0).astype(indices.dtype)
-    xb, xo, xs = flat(_bits(x))
-    ib, io, ist = flat(_bits(indices))
-    yb, yo, ys = flat(_bits(y))
-    empty = _bits(empty)[()]
+    # unpooling only moves values: one compiled kernel per width serves every type (and
+    # int64's -1 becomes uint64's 2^64-1, the other "no element" value)
+    xb, xo, xs = flat(bits(x))
+    ib, io, ist = flat(bits(indices))
+    yb, yo, ys = flat(bits(y))
+    empty = bits(empty)[()]
     insz, outsz = ints(x.shape), ints(y.shape)
     local = _f.unpool_local(ib, io, ist, insz, outsz, empty, skip)
     _f.unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip, local,

@@ -40,5 +40,11 @@ class _Memory:
         self.base = base
 
 
+def bits(a: np.ndarray) -> np.ndarray:
+    """The same memory as unsigned integers of its width (a view, any strides): for kernels
+    that only move values, or indices, which are never negative."""
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
 def ints(values) -> np.ndarray:
     return np.array(values, dtype=np.int64)

@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 
+MIN_WORK = 4096        # the fewest outputs worth a thread of their own (read at call time)
+
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
@@ -50,10 +52,11 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def parallel(task, n: int, *args, min_items: int = 1) -> None:
+def parallel(task, n: int, *args, item_size: int = MIN_WORK) -> None:
     """Run ``task(lo, hi, *args)`` over ``[0, n)`` on up to ``numba.get_num_threads()``
-    threads, each given at least ``min_items`` items; returns when all are done."""
-    threads = max(1, min(numba.get_num_threads(), n // max(1, min_items)))
+    threads, each given at least ``MIN_WORK`` outputs' worth of items (an item writes about
+    ``item_size`` outputs); returns when all are done."""
+    threads = max(1, min(numba.get_num_threads(), n * max(1, int(item_size)) // MIN_WORK))
     if threads == 1:
         task(0, n, *args)
         return

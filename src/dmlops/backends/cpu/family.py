@@ -61,12 +61,7 @@ def _window_offsets(coords, insz, xs, win, strd, pad, dil, offs, lo, hi, j):
 def lp_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, p, tag):
     """``(Σ |x|^p)^(1/p)`` per window (``_lp_rows``), rows shared out among threads."""
     parallel(_lp_rows, int(np.prod(outsz[:-1])), xb, xo, xs, insz, yb, yo, ys, outsz, win,
-             strd, pad, dil, p, tag, min_items=_min_items(outsz[-1]))
-
-
-def _min_items(size):
-    """The fewest rows (or planes) of ``size`` outputs worth a thread of their own."""
-    return max(1, 4096 // max(1, int(size)))
+             strd, pad, dil, p, tag, item_size=outsz[-1])
 
 
 @njit(**_OPTS)
@@ -177,7 +172,7 @@ def average_grad_kernel(gb, go, gs, outsz, db, do, ds, insz, win, strd, pad, dil
     threads."""
     parallel(_average_grad_planes, int(insz[0] * insz[1]), gb, go, gs, outsz, db, do, ds, insz,
              win, strd, pad, dil, counts, cstart, tag, acc_proto,
-             min_items=_min_items(np.prod(insz[2:])))
+             item_size=np.prod(insz[2:]))
 
 
 @njit(**_OPTS)
@@ -268,7 +263,7 @@ def unpool_local(ib, io, ist, insz, outsz, empty, skip):
     so the planes can be scattered in parallel."""
     ok = np.ones(int(insz[0] * insz[1]), np.bool_)
     parallel(_unpool_local_planes, ok.size, ib, io, ist, insz, outsz, empty, skip, ok,
-             min_items=_min_items(np.prod(insz[2:])))
+             item_size=np.prod(insz[2:]))
     return bool(ok.all())
 
 
@@ -304,10 +299,10 @@ def unpool_kernel(xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty, skip,
     C-contiguous, so an index is its offset."""
     plane_out = int(np.prod(outsz[2:]))
     parallel(_unpool_zero, int(outsz[0] * outsz[1]), yb, yo, ys, outsz,
-             min_items=_min_items(plane_out))
+             item_size=plane_out)
     parts = int(insz[0] * insz[1]) if local else 1
     parallel(_unpool_scatter, parts, xb, xo, xs, ib, io, ist, insz, yb, yo, ys, outsz, empty,
-             skip, local, y_packed, min_items=_min_items(np.prod(insz[2:])))
+             skip, local, y_packed, item_size=np.prod(insz[2:]))
 
 
 @njit(**_OPTS)
@@ -354,7 +349,7 @@ def roi_kernel(xb, xo, xs, regions, yb, yo, ys, outsz, h, w, tag):
     """Per (region, channel): each bin's maximum (``_roi_pairs``), the pairs shared out
     among threads."""
     parallel(_roi_pairs, int(outsz[0] * outsz[1]), xb, xo, xs, regions, yb, yo, ys, outsz, h,
-             w, tag, min_items=_min_items(outsz[2] * outsz[3]))
+             w, tag, item_size=outsz[2] * outsz[3])
 
 
 @njit(**_OPTS)

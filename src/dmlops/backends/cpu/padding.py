@@ -39,7 +39,7 @@ from numba import njit
 from numba import uint64 as U
 
 from . import _cache  # noqa: F401  (routes the on-disk cache before any kernel is defined)
-from ._buffers import flat, ints
+from ._buffers import bits, flat, ints
 from ._threads import parallel
 
 CONSTANT, EDGE, REFLECTION, SYMMETRIC, WRAP = range(5)
@@ -143,7 +143,7 @@ def _pad(xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first, kind, so
     n_last = int(yshape[-1])
     tasks = int(np.prod(yshape[:-1])) * -(-n_last // chunk)
     parallel(_pad_tasks, tasks, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first,
-             kind, source, lookup, value, chunk, min_items=max(1, 4096 // min(chunk, n_last)))
+             kind, source, lookup, value, chunk, item_size=min(chunk, n_last))
 
 
 @njit(cache=True, nogil=True)
@@ -235,11 +235,6 @@ def _order(y_shape, y_strides) -> list:
     return sorted(range(len(y_shape)), key=lambda d: (y_shape[d] > 1, -abs(int(y_strides[d]))))
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    """The same memory as unsigned integers of the same size (a view, any strides)."""
-    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
-
-
 def padding(x, y, start, mode, value):
     """Pad ``x`` into ``y``; ``value`` is a 0-d array of ``y``'s type (CONSTANT only)."""
     if y.size == 0:
@@ -249,12 +244,12 @@ def padding(x, y, start, mode, value):
         return
     mode = int(mode)
     start = tuple(int(s) for s in start)
-    xbuf, xoff, xstr = flat(_bits(x))
-    ybuf, yoff, ystr = flat(_bits(y))
+    xbuf, xoff, xstr = flat(bits(x))
+    ybuf, yoff, ystr = flat(bits(y))
     xbuf = xbuf.view()
     xbuf.flags.writeable = False             # the kernel cannot write x; one compiled version
     order = _order(y.shape, ystr)
     plan = _plan(mode, tuple(x.shape), start, tuple(y.shape), tuple(order), SHORT)
-    val = _bits(np.asarray(value, dtype=y.dtype).reshape(1))
+    val = bits(np.asarray(value, dtype=y.dtype).reshape(1))
     _pad(xbuf, xoff, xstr[order], ybuf, yoff, ystr[order], ints(y.shape)[order], *plan, val,
          CHUNK)

@@ -2,10 +2,10 @@
 
 Layout of the work: the output is cut into *rows* (every output dimension but the last);
 rows are shared out among threads (``_threads.parallel``), each writing only its own
-outputs, so the result never depends on the thread count. A row is a plane (the first two dimensions) and
-a *position* (the other spatial coordinates but the last); what the planes share per
-position, the input offsets of the real outer-window elements in row-major order, is listed
-once per call (``_row_table``). Then for each of them and each offset ``j`` of the last
+outputs, so the result never depends on the thread count. A row is a plane (the first two
+dimensions) and a *position* (the other spatial coordinates but the last); what the planes
+share per position, the input offsets of the real outer-window elements in row-major order,
+is listed once per call (``_row_table``). Then for each of them and each offset ``j`` of the last
 dimension, a tight loop runs over the output positions whose element is real. Every output
 position thus visits its window in row-major offset order: ascending flat input index, the
 order the tie rule and the fixed summation order of SPEC 5 need. Validity is carried
@@ -717,7 +717,7 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
 
 @njit(**_OPTS)
 def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table):
-    """What every row of a max pooling (or its gradient) shares: the last dimension's
+    """What every row of a pooling (max, its gradient, sums) shares: the last dimension's
     window (``_last_dim``, ``_columns``, ``_nones``), the window ranges, the number of rows
     and outer-window elements, and the row table (``_row_table``, ``table`` offsets at
     most). Its types are the same for every data type, so it compiles once."""
@@ -746,12 +746,7 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
     parallel(_max_rows, rows, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
              strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices, jlo,
              jhi, jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab,
-             min_items=_min_rows(outsz))
-
-
-def _min_rows(outsz):
-    """The fewest rows worth a thread of their own (about 4096 outputs)."""
-    return max(1, 4096 // max(1, int(outsz[-1])))
+             item_size=outsz[-1])
 
 
 def key_spec(buf, dtype):
@@ -917,12 +912,10 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
 
 
 @njit(**_OPTS)
-def _outer_divisors(outsz, counts, cstart):
-    """Per row position, the product of its outer dimensions' divisor factors."""
+def _outer_divisors(outsz, counts, cstart, npos):
+    """Per row position (``npos`` of them), the product of its outer dimensions' divisor
+    factors."""
     rank = outsz.shape[0]
-    npos = 1
-    for d in range(2, rank - 1):
-        npos *= outsz[d]
     coords = np.zeros(rank, np.int64)
     odiv = np.ones(npos, np.int64)
     for pos in range(npos):
@@ -947,8 +940,8 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
         insz, outsz, win, strd, pad, dil, xs, ys, pitch, table)
     parallel(_sum_rows, rows, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch,
              wr, tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab,
-             _outer_divisors(outsz, counts, cstart), fdiv, zp_in, scale_in, zp_out, scale_out,
-             quantized, qlo, qhi, acc_proto, min_items=_min_rows(outsz))
+             _outer_divisors(outsz, counts, cstart, ocnt.shape[0]), fdiv, zp_in, scale_in,
+             zp_out, scale_out, quantized, qlo, qhi, acc_proto, item_size=outsz[-1])
 
 
 @njit(**_OPTS)
@@ -1031,7 +1024,8 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, str
 def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil,
                     dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed):
     """Each window's argmax (as ``max_pool_kernel`` finds it) receives the window's gradient,
-    one plane (the first two dimensions) per task, in the same pass.
+    in the same pass, plane by plane (the first two dimensions; planes are shared out among
+    threads).
 
     Every input element belongs to one plane and only that plane's windows choose it, so a
     plane's scatter, run in ascending output order by one thread, adds each element's
@@ -1043,7 +1037,6 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
     +0.0 and are rounded once at the end."""
     jlo, jhi, jfirst, c0, c1, _, wr, _, nouter, _, _, _ = _plan(
         insz, outsz, win, strd, pad, dil, xs, dys, pitch, 0)
-    in_plane = int(np.prod(insz[2:]))
     parallel(_grad_planes, int(insz[0] * insz[1]), xb, xo, xs, insz, pitch, dyb, dyo, dys,
              outsz, win, strd, pad, dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo,
-             jhi, jfirst, c0, c1, nouter, wr, min_items=max(1, 4096 // max(1, in_plane)))
+             jhi, jfirst, c0, c1, nouter, wr, item_size=np.prod(insz[2:]))
