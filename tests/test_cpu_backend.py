@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 numba = pytest.importorskip("numba")
@@ -351,6 +351,79 @@ def test_max_values_by_keys_bitwise(dtype, width):
             got = dml.max_pooling(v, window, backend="cpu", **kw)
             want = dml.max_pooling(v, window, backend="reference", **kw)
             assert _same(got, want), (window, strides, pad)
+
+
+@st.composite
+def flat_cases(draw):
+    """Geometries whose rows go the flat way (``pooling._flat_pitch``): rows a whole number
+    of last-dimension steps apart (with a gap after each row, sometimes), windows that reach
+    beyond their row (padding, dilations wider than the row), 2-D and 3-D."""
+    k = draw(st.integers(2, 3))
+    step = draw(st.integers(1, 3))
+    owp = draw(st.integers(1, 9))
+    width = draw(st.integers(1, step * owp))            # the row pitch is step * owp
+    wk, dk = draw(st.integers(1, 4)), draw(st.integers(1, 7))
+    p0, p1 = draw(st.integers(0, 8)), draw(st.integers(0, 8))
+    p1 += max(0, (wk - 1) * dk + 1 - (width + p0 + p1))
+    olast = (width + p0 + p1 - (wk - 1) * dk - 1) // step + 1
+    assume(olast <= owp)
+    rows = draw(st.integers(1, 9))
+    wm = draw(st.integers(1, 3))
+    sm = draw(st.integers(1, wm))
+    pm = draw(st.integers(0, wm - 1))
+    outer = [draw(st.integers(1, 4)) for _ in range(k - 2)]
+    ow = [draw(st.integers(1, 2)) for _ in range(k - 2)]
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)), *outer, rows, width)
+    window = (*ow, wm, wk)
+    kw = dict(strides=(*[1] * (k - 2), sm, step), start_padding=(*[0] * (k - 2), pm, p0),
+              end_padding=(*[ow_ - 1 for ow_ in ow], max(0, wm - rows), p1),
+              dilations=(*[1] * (k - 2), 1, dk))
+    return shape, step * owp, window, kw
+
+
+@settings(max_examples=150, deadline=None)
+@given(c=flat_cases(), dtype=st.sampled_from([np.float32, np.int8, np.float16, np.uint16]),
+       flat=st.sampled_from([1, 1 << 15]), odd=st.booleans(), seed=st.integers(0, 2**31))
+def test_max_values_flat_runs(c, dtype, flat, odd, seed):
+    """Max pooling without indices reduces runs of rows along the last dimension in one flat
+    loop where it can, then each row's window over the run's rows; runs in blocks of a few
+    rows when ``FLAT`` (read at call time) is small. A −0.0 or NaN sends its block the
+    tie-tracking way. Same bits as the reference."""
+    from dmlops.backends.cpu import pooling
+
+    shape, pitch, window, kw = c
+    rng = np.random.default_rng(seed)
+    base = rng.integers(-20, 20, shape[:-1] + (pitch,)).astype(dtype)
+    if odd and np.dtype(dtype).kind == "f":
+        flat_view = base.reshape(-1)
+        flat_view[rng.integers(0, flat_view.size, 2)] = np.array([-0.0, np.nan], dtype)
+    x = base[..., :shape[-1]]
+    want = dml.max_pooling(x, window, backend="reference", **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pooling, "FLAT", flat)
+        got = dml.max_pooling(x, window, backend="cpu", **kw)
+    assert _same(got, want)
+
+
+def test_flat_runs_cover_the_common_windows():
+    """The flat way is taken for the usual pooling geometries (NCHW and channels-last 3x3
+    stride 2, 2x2 stride 2, 3-D 2x2x2) and not where rows are not evenly spaced."""
+    from dmlops.backends.cpu import pooling
+
+    def pitch(xs, insz, outsz, win, strd, dil=None):
+        a = [np.array(v, np.int64) for v in (xs, insz, outsz, win, strd)]
+        return pooling._flat_pitch(*a, np.ones(len(win), np.int64) if dil is None
+                                   else np.array(dil, np.int64))
+    assert pitch((0, 0, 112, 1), (32, 64, 112, 112), (32, 64, 56, 56), (3, 3), (2, 2)) == 56
+    assert pitch((0, 0, 64, 1), (1, 1, 16, 16), (1, 1, 8, 8), (2, 2), (2, 2)) == 32
+    assert pitch((0, 0, 4096, 64, 1), (4, 32, 32, 64, 64), (4, 32, 16, 32, 32), (2, 2, 2),
+                 (2, 2, 2)) == 32
+    # channels-last runs as (N, 1, H, W, C) with a unit window over C
+    assert pitch((0, 0, 7168, 64, 1), (32, 1, 112, 112, 64), (32, 1, 56, 56, 64), (3, 3, 1),
+                 (2, 2, 1)) == 64
+    assert pitch((0, 0, 113, 1), (1, 1, 113, 113), (1, 1, 57, 57), (3, 3), (2, 2)) == 0
+    assert pitch((0, 0, 224, 2), (1, 1, 112, 112), (1, 1, 56, 56), (3, 3), (2, 2)) == 0
+    assert pitch((0, 0, 112), (1, 1, 112), (1, 1, 56), (3,), (2,)) == 0
 
 
 @pytest.mark.parametrize("layout", ["c", "channels_last"])

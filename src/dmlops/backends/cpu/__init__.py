@@ -81,7 +81,7 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     _k.max_pool_kernel(xb, xo, xs, ints(x.shape), pitch, yb, yo, ys, ib, io, ist,
                        ints(y.shape), *_window(window, strides, start, dilations),
                        tag_for(x.dtype), empty, empty_idx, True, indices is not None,
-                       xi, _k.key_spec(yb, x.dtype)[0], kspec, kmin, _k.TABLE)
+                       xi, _k.key_spec(yb, x.dtype)[0], kspec, kmin, _k.TABLE, _k.FLAT)
 
 
 def _counts(in_spatial, out_spatial, window, strides, start, end, dilations, include_padding):

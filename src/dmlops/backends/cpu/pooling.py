@@ -517,7 +517,7 @@ def _max_scratch(olast, ncols, xb, tag):
 @njit(**_OPTS)
 def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
-              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab):
+              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab, flat):
     """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Values alone go by keys
     (``_keys_rows``) where the rows allow."""
     xb, xs, insz, pitch, yb, ys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(yb), _b(ys)
@@ -535,8 +535,29 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     ck = np.empty(2 * (insz[rank - 1] // 2 + 1), xi.dtype)
     bk = np.empty(olast, xi.dtype)
     by_keys = want_values and not want_indices and c1 - c0 <= 2 * win[k - 1] * olast
+    owp = _flat_pitch(xs, insz, outsz, win, strd, dil) if by_keys else 0
+    wout = win[:k - 1]
+    jv, nj = _live(jlo, jhi)
+    ne = 1
+    for i in range(k - 2):
+        ne *= win[i]
+    most = ne * win[max(k - 2, 0)] * owp
+    hk = np.empty(max(flat, most) if owp > 0 else 0, xi.dtype)
+    ho = np.empty(ne * win[max(k - 2, 0)], np.int64)
     r = r0
     while r < r1:
+        if owp > 0:
+            a, b = _flat_rows(r, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
+                              pad, dil, pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec,
+                              kmin, empty_value, hk, offs, flats, ho, bk, coords, scratch)
+            if a == r1:
+                break
+            _max_loop(a, b, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
+                      strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices,
+                      jlo, jhi, jfirst, nones, c0, c1, wr, coords, scratch, offs, flats, cv, ct,
+                      bv, bt, bj)
+            r = b
+            continue
         if by_keys:
             r = _keys_rows(r, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil,
                            pitch, wr, jlo, jhi, nones, c0, c1, otab, ocnt, ytab, kspec, kmin,
@@ -656,6 +677,273 @@ def _keys_rows(r0, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil, p
     return r1
 
 
+# --- values only, horizontal first over runs of rows ----------------------------------
+# When the input's rows along the second-to-last dimension lie ``P`` elements apart and
+# ``P`` is a whole number of window steps (``P = owp * S``, ``S`` the last dimension's step
+# in elements), the element of output ``o`` in row ``h`` at offset ``j`` sits at
+# ``(h*owp + o)*S + e_j``: linear in one flat index. So the last dimension's maxima of a
+# whole run of rows are one long loop (short rows cost their loop set-up otherwise), and
+# the rest of the window is a maximum over those rows' results. Only keys are compared
+# (no ties to track), so the order of the maxima does not matter.
+
+FLAT = 1 << 15          # the keys a task's runs may hold (in a core's L2 cache)
+
+
+@njit(**_OPTS)
+def _live(jlo, jhi):
+    """The last dimension's window offsets that some output reads, and how many."""
+    jv = np.empty(jlo.shape[0], np.int64)
+    n = 0
+    for j in range(jlo.shape[0]):
+        if jlo[j] < jhi[j]:
+            jv[n] = j
+            n += 1
+    return jv, n
+
+
+@njit(**_OPTS)
+def _flat_pitch(xs, insz, outsz, win, strd, dil):
+    """``owp`` (the flat index's row pitch) where rows go the flat way, else 0: unit steps
+    along the last dimension, rows a whole number of steps apart, and along the
+    second-to-last dimension windows that leave no row between them unread (so a run reads
+    no row for nothing)."""
+    rank = insz.shape[0]
+    k = rank - 2
+    if k < 2 or xs[rank - 1] != 1 or dil[k - 2] != 1 or strd[k - 2] > win[k - 2]:
+        return 0
+    step, pitch = strd[k - 1], xs[rank - 2]
+    if pitch <= 0 or pitch % step != 0 or pitch // step < outsz[rank - 1]:
+        return 0
+    return pitch // step
+
+
+@njit(inline="always", **_OPTS)
+def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first):
+    """``hk[g]`` (``first``) or its maximum with: the largest key of the elements at
+    ``base + g*step`` plus 0, ``d1`` and ``d2``, for ``g`` in [g0, g1); whether one of
+    them is −0.0 or a NaN. (Constant steps and distances let the loads of neighbouring
+    ``g`` become whole vectors, deinterleaved in registers.)"""
+    odd = False
+    if first:
+        for g in range(g0, g1):
+            a = _key(xi[base + g * step], kspec)
+            b = _key(xi[base + g * step + d1], kspec)
+            c = _key(xi[base + g * step + d2], kspec)
+            hk[g] = max(max(a, b), c)
+            odd |= _odd(a, kspec) | _odd(b, kspec) | _odd(c, kspec)
+    else:
+        for g in range(g0, g1):
+            a = _key(xi[base + g * step], kspec)
+            b = _key(xi[base + g * step + d1], kspec)
+            c = _key(xi[base + g * step + d2], kspec)
+            hk[g] = max(hk[g], max(max(a, b), c))
+            odd |= _odd(a, kspec) | _odd(b, kspec) | _odd(c, kspec)
+    return odd
+
+
+@njit(**_OPTS)
+def _run(xi, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin,
+         hk, h0):
+    """The last dimension's maxima (keys) of ``nrun`` rows, ``pitch`` apart from ``base``:
+    ``hk[h0 + h*owp + o]`` for each row ``h`` and output ``o`` (``jv[:nj]``: the offsets
+    that some output reads). One flat pass where every element read lies in the run, then
+    the rows' edges (outputs whose window leaves the row), an output at a time. Returns
+    whether an element read is −0.0 or a NaN."""
+    ubase, ustep = np.uint64(base), np.uint64(sk)
+    emin, emax = 0, 0
+    for i in range(nj):
+        e = jv[i] * dk - pk
+        emin = e if i == 0 else min(emin, e)
+        emax = e if i == 0 else max(emax, e)
+    last = (nrun - 1) * pitch + ncols - 1
+    ga = 0 if emin >= 0 else (-emin + sk - 1) // sk
+    gb = min(nrun * owp, (last - emax) // sk + 1) if last >= emax else 0
+    odd = False
+    if gb > ga:
+        u0, u1 = np.uint64(h0 + ga), np.uint64(h0 + gb)
+        sub = ubase - np.uint64(h0) * ustep            # (wraps; the sum is in range)
+        one, two, zero = np.uint64(1), np.uint64(2), np.uint64(0)
+        for i in range(0, nj, 3):
+            e0 = np.uint64(jv[i] * dk - pk)
+            d1 = (jv[min(i + 1, nj - 1)] - jv[i]) * dk
+            d2 = (jv[min(i + 2, nj - 1)] - jv[i]) * dk
+            # the common windows' first three offsets get loops of their own
+            if i == 0 and sk == 2 and d1 == 1 and d2 == 2:
+                odd |= _run3(xi, sub + e0, two, one, two, u0, u1, kspec, hk, True)
+            elif i == 0 and sk == 2 and d1 == 1 and d2 == 1:
+                odd |= _run3(xi, sub + e0, two, one, one, u0, u1, kspec, hk, True)
+            elif i == 0 and sk == 2 and d1 == 0:
+                odd |= _run3(xi, sub + e0, two, zero, zero, u0, u1, kspec, hk, True)
+            elif i == 0 and sk == 1 and d1 == 1 and d2 == 2:
+                odd |= _run3(xi, sub + e0, one, one, two, u0, u1, kspec, hk, True)
+            elif i == 0 and sk == 1 and d1 == 1 and d2 == 1:
+                odd |= _run3(xi, sub + e0, one, one, one, u0, u1, kspec, hk, True)
+            elif i == 0 and sk == 1 and d1 == 0:
+                odd |= _run3(xi, sub + e0, one, zero, zero, u0, u1, kspec, hk, True)
+            else:
+                odd |= _run3(xi, sub + e0, ustep, np.uint64(d1), np.uint64(d2), u0, u1, kspec,
+                             hk, i == 0)
+    # outputs [olo, ohi) read only their own row: the flat range [ga, gb) holds them all
+    # (its ends are the first row's olo and the last row's ohi, or beyond); the others
+    # (edges) are done again from their real offsets
+    olo, ohi = 0, olast
+    for i in range(nj):
+        olo = max(olo, jlo[jv[i]])
+        ohi = min(ohi, jhi[jv[i]])
+    for o in range(min(olo, olast)):
+        odd |= _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj,
+                            kspec, kmin, hk, h0)
+    for o in range(max(ohi, olo), olast):
+        odd |= _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj,
+                            kspec, kmin, hk, h0)
+    return odd
+
+
+@njit(inline="always", **_OPTS)
+def _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin,
+                 hk, h0):
+    """``hk[h0 + h*owp + o]`` for output ``o`` of every row of a run, from its real offsets
+    only (the same for every row): one loop over the rows per offset; whether an element
+    read is −0.0 or a NaN."""
+    odd = False
+    first = True
+    for i in range(nj):
+        j = jv[i]
+        if jlo[j] <= o < jhi[j]:
+            at = base + o * sk + j * dk - pk
+            for h in range(nrun):
+                v = _key(xi[at + h * pitch], kspec)
+                hk[h0 + h * owp + o] = v if first else max(hk[h0 + h * owp + o], v)
+                odd |= _odd(v, kspec)
+            first = False
+    if first:
+        for h in range(nrun):
+            hk[h0 + h * owp + o] = kmin
+    return odd
+
+
+CHUNK = 32     # outputs per fixed-length loop (LLVM vectorises those whole; rows are short)
+
+
+@njit(inline="always", **_OPTS)
+def _rows3_at(hk, a0, a1, a2, o0, n, kspec, out, u0, ustep, bk, mode):
+    for i in range(n):
+        o = o0 + i
+        v = max(max(hk[a0 + o], hk[a1 + o]), hk[a2 + o])
+        if mode == 0:
+            bk[o] = v
+        elif mode == 1:
+            bk[o] = max(bk[o], v)
+        elif mode == 2:
+            out[u0 + o * ustep] = _key(v, kspec)
+        else:
+            out[u0 + o * ustep] = _key(max(bk[o], v), kspec)
+
+
+@njit(inline="always", **_OPTS)
+def _rows3(hk, a0, a1, a2, olast, kspec, out, u0, ustep, bk, mode):
+    """For ``o`` in [0, olast), the largest key ``v`` of three rows of ``hk`` (from offsets
+    ``a0..a2``) into ``bk[o]`` (``mode`` 0), or the larger of it and ``bk[o]`` (1); or
+    as a value into ``out[u0 + o*ustep]``: ``v`` (2) or the larger of ``v`` and ``bk[o]`` (3).
+    In chunks of ``CHUNK`` outputs, the last one overlapping the one before (a maximum
+    taken twice is the same)."""
+    uo = np.uint64(olast)
+    if uo < CHUNK:
+        _rows3_at(hk, a0, a1, a2, np.uint64(0), uo, kspec, out, u0, ustep, bk, mode)
+        return
+    for c in range(np.uint64(0), uo - np.uint64(CHUNK) + np.uint64(1), np.uint64(CHUNK)):
+        _rows3_at(hk, a0, a1, a2, c, np.uint64(CHUNK), kspec, out, u0, ustep, bk, mode)
+    if uo % np.uint64(CHUNK) != 0:
+        _rows3_at(hk, a0, a1, a2, uo - np.uint64(CHUNK), np.uint64(CHUNK), kspec, out, u0,
+                  ustep, bk, mode)
+
+
+@njit(**_OPTS)
+def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd, pad, dil,
+               pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec, kmin, empty_value, hk,
+               eo, flats, ho, bk, coords, scratch):
+    """Rows [r0, r1) the flat way, in blocks: consecutive rows of one plane that differ only
+    along the second-to-last dimension, as many as ``hk`` holds the runs of. A block's runs
+    (one per real element of the window's other dimensions, ``wout``) are reduced along the
+    last dimension (``_run``), then each row takes the maximum of its window's run rows.
+    Returns ``(a, b)``: rows [r0, a) are done, and [a, b) read a −0.0 or NaN (to be done
+    with the ties tracked); ``a == r1`` when all are done."""
+    xs, insz, yi, yb, ys, outsz = _b(xs), _b(insz), _b(yi), _b(yb), _b(ys), _b(outsz)
+    win, wout, strd, pad, dil, pitch = _b(win), _b(wout), _b(strd), _b(pad), _b(dil), _b(pitch)
+    wr, jlo, jhi, jv, nones, ytab = _b(wr), _b(jlo), _b(jhi), _b(jv), _b(nones), _b(ytab)
+    hk, eo, flats, ho, bk = _b(hk), _b(eo), _b(flats), _b(ho), _b(bk)
+    coords, scratch = _b(coords), _b(scratch)
+    rank = insz.shape[0]
+    k = rank - 2
+    m = k - 2                                   # the spatial index of the run dimension
+    olast, ncols = outsz[rank - 1], insz[rank - 1]
+    sk, pk, dk = strd[k - 1], pad[k - 1], dil[k - 1]
+    wm, sm, pm, inm, outm = win[m], strd[m], pad[m], insz[rank - 2], outsz[rank - 2]
+    rpitch = xs[rank - 2]
+    npos = ytab.shape[0]
+    uys = np.uint64(ys[rank - 1])
+    r = r0
+    while r < r1:
+        plane, pos = r // npos, r % npos
+        n, c = plane // outsz[1], plane % outsz[1]
+        om0 = pos % outm
+        _decode(pos, outsz, 2, rank - 1, coords)
+        ne = _outer(coords, wr, xs, wout, strd, pad, dil, pitch, eo, flats, scratch)
+        ha = max(0, om0 * sm - pm)
+        nb = min(r1 - r, outm - om0)
+        # as many rows as the runs fit in hk (one at least)
+        if ne > 0:
+            nb = max(1, min(nb, (hk.shape[0] // (ne * owp) - wm) // sm + 1))
+        hb = min(inm, (om0 + nb - 1) * sm - pm + wm)
+        nrun = hb - ha
+        xplane = xo + n * xs[0] + c * xs[1]
+        yplane = yo + n * ys[0] + c * ys[1]
+        odd = False
+        if ne > 0 and nrun > 0:
+            for e in range(ne):
+                odd |= _run(xi, xplane + eo[e] + ha * rpitch, nrun, rpitch, owp, ncols, olast,
+                            sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin, hk, e * nrun * owp)
+        if odd:
+            return r, r + nb
+        for i in range(nb):
+            om = om0 + i
+            yrow = yplane + ytab[pos + i]
+            a, b = wr[0, m, om], wr[1, m, om]
+            count = ne * (b - a) if nrun > 0 else 0
+            if count == 0:
+                for o in range(olast):
+                    yb[yrow + o * ys[rank - 1]] = empty_value
+                continue
+            t = 0
+            for e in range(ne):
+                for jm in range(a, b):
+                    ho[t] = (e * nrun + om * sm + jm - pm - ha) * owp
+                    t += 1
+            uy = np.uint64(yrow)
+            for g in range(0, count, 3):
+                a0 = np.uint64(ho[g])
+                a1 = np.uint64(ho[min(g + 1, count - 1)])
+                a2 = np.uint64(ho[min(g + 2, count - 1)])
+                one = np.uint64(1)
+                if g + 3 < count:
+                    if g == 0:
+                        _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 0)
+                    else:
+                        _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 1)
+                elif g == 0 and uys == 1:
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 2)
+                elif g == 0:
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, uys, bk, 2)
+                elif uys == 1:
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 3)
+                else:
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, uys, bk, 3)
+            for j in range(nones.shape[0]):
+                yb[yrow + nones[j] * ys[rank - 1]] = empty_value
+        r += nb
+    return r1, r1
+
+
 @njit(**_OPTS)
 def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
@@ -732,7 +1020,7 @@ def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table):
 
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
                     dil, tag, empty_value, empty_index, want_values, want_indices, xi, yi,
-                    kspec, kmin, table):
+                    kspec, kmin, table, flat):
     """Arguments: ``xb, xo, xs`` input buffer, offset of element 0 and element strides;
     ``insz`` input sizes; ``pitch`` each dimension's step in the flat index of the caller's
     input (its logical row-major strides, permuted along with the dimensions);
@@ -740,13 +1028,13 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
     sizes; ``win, strd, pad, dil`` the window over the spatial dimensions; ``xi``/``yi``
     the input and output buffers as integers of their width, ``kspec``/``kmin`` their keys'
     description and lowest key (``key_spec``); ``table`` the most offsets ``_row_table``
-    may list (``TABLE``)."""
+    may list (``TABLE``), ``flat`` the keys a task's runs may hold (``FLAT``)."""
     jlo, jhi, jfirst, c0, c1, nones, wr, rows, nouter, otab, ocnt, ytab = _plan(
         insz, outsz, win, strd, pad, dil, xs, ys, pitch, table)
     parallel(_max_rows, rows, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
              strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices, jlo,
              jhi, jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab,
-             item_size=outsz[-1])
+             flat, item_size=outsz[-1])
 
 
 def key_spec(buf, dtype):
