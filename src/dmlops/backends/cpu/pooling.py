@@ -772,12 +772,8 @@ def _run(xi, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj,
                 odd |= _run3(xi, sub + e0, two, one, two, u0, u1, kspec, hk, True)
             elif i == 0 and sk == 2 and d1 == 1 and d2 == 1:
                 odd |= _run3(xi, sub + e0, two, one, one, u0, u1, kspec, hk, True)
-            elif i == 0 and sk == 2 and d1 == 0:
-                odd |= _run3(xi, sub + e0, two, zero, zero, u0, u1, kspec, hk, True)
             elif i == 0 and sk == 1 and d1 == 1 and d2 == 2:
                 odd |= _run3(xi, sub + e0, one, one, two, u0, u1, kspec, hk, True)
-            elif i == 0 and sk == 1 and d1 == 1 and d2 == 1:
-                odd |= _run3(xi, sub + e0, one, one, one, u0, u1, kspec, hk, True)
             elif i == 0 and sk == 1 and d1 == 0:
                 odd |= _run3(xi, sub + e0, one, zero, zero, u0, u1, kspec, hk, True)
             else:
@@ -834,28 +830,23 @@ def _rows3_at(hk, a0, a1, a2, o0, n, kspec, out, u0, ustep, bk, mode):
             bk[o] = v
         elif mode == 1:
             bk[o] = max(bk[o], v)
-        elif mode == 2:
-            out[u0 + o * ustep] = _key(v, kspec)
         else:
-            out[u0 + o * ustep] = _key(max(bk[o], v), kspec)
+            out[u0 + o * ustep] = _key(v, kspec)
 
 
 @njit(inline="always", **_OPTS)
 def _rows3(hk, a0, a1, a2, olast, kspec, out, u0, ustep, bk, mode):
     """For ``o`` in [0, olast), the largest key ``v`` of three rows of ``hk`` (from offsets
     ``a0..a2``) into ``bk[o]`` (``mode`` 0), or the larger of it and ``bk[o]`` (1); or
-    as a value into ``out[u0 + o*ustep]``: ``v`` (2) or the larger of ``v`` and ``bk[o]`` (3).
-    In chunks of ``CHUNK`` outputs, the last one overlapping the one before (a maximum
-    taken twice is the same)."""
+    as a value into ``out[u0 + o*ustep]`` (2). In chunks of ``CHUNK`` outputs, the last one
+    overlapping the one before (a maximum taken twice is the same)."""
     uo = np.uint64(olast)
     if uo < CHUNK:
         _rows3_at(hk, a0, a1, a2, np.uint64(0), uo, kspec, out, u0, ustep, bk, mode)
         return
-    for c in range(np.uint64(0), uo - np.uint64(CHUNK) + np.uint64(1), np.uint64(CHUNK)):
+    for q in range((uo + np.uint64(CHUNK - 1)) // np.uint64(CHUNK)):
+        c = min(q * np.uint64(CHUNK), uo - np.uint64(CHUNK))
         _rows3_at(hk, a0, a1, a2, c, np.uint64(CHUNK), kspec, out, u0, ustep, bk, mode)
-    if uo % np.uint64(CHUNK) != 0:
-        _rows3_at(hk, a0, a1, a2, uo - np.uint64(CHUNK), np.uint64(CHUNK), kspec, out, u0,
-                  ustep, bk, mode)
 
 
 @njit(**_OPTS)
@@ -925,19 +916,15 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
                 a1 = np.uint64(ho[min(g + 1, count - 1)])
                 a2 = np.uint64(ho[min(g + 2, count - 1)])
                 one = np.uint64(1)
-                if g + 3 < count:
-                    if g == 0:
-                        _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 0)
-                    else:
-                        _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 1)
-                elif g == 0 and uys == 1:
+                if g == 0 and g + 3 >= count and uys == 1:       # the common case
                     _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 2)
                 elif g == 0:
-                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, uys, bk, 2)
-                elif uys == 1:
-                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 3)
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 0)
                 else:
-                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, uys, bk, 3)
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 1)
+            if count > 3 or uys != 1:
+                for o in range(np.uint64(olast)):
+                    yi[uy + o * uys] = _key(bk[o], kspec)
             for j in range(nones.shape[0]):
                 yb[yrow + nones[j] * ys[rank - 1]] = empty_value
         r += nb
