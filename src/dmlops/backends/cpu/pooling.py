@@ -13,7 +13,9 @@ explicitly, never by a sentinel value.
 
 Rows are short (tens of outputs), so what a row costs besides its loops matters: helpers
 get borrowed arrays (``_nrt``), whose reference counts the threads do not fight over, and
-max pooling without indices compares integer keys, columns first (``_keys_row``).
+max pooling without indices compares integer keys: where the input's rows are evenly spaced,
+whole blocks of rows along the last dimension in one loop (``_flat_rows``), else row by row,
+columns first (``_keys_row``).
 """
 
 from __future__ import annotations
@@ -519,7 +521,9 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
               nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab, flat):
     """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Values alone go by keys
-    (``_keys_rows``) where the rows allow."""
+    where the rows allow: in flat runs (``_flat_rows``) where the rows are evenly spaced, else
+    row by row (``_keys_rows``); a block or row that reads a −0.0 or NaN, and every row with
+    indices, go the tie-tracking way (``_max_loop``)."""
     xb, xs, insz, pitch, yb, ys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(yb), _b(ys)
     ib, ist, outsz, win, strd, pad = _b(ib), _b(ist), _b(outsz), _b(win), _b(strd), _b(pad)
     dil, tag, jlo, jhi, jfirst, nones = _b(dil), _b(tag), _b(jlo), _b(jhi), _b(jfirst), _b(nones)
@@ -872,7 +876,7 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
     wm, sm, pm, inm, outm = win[m], strd[m], pad[m], insz[rank - 2], outsz[rank - 2]
     rpitch = xs[rank - 2]
     npos = ytab.shape[0]
-    uys = np.uint64(ys[rank - 1])
+    uys, one = np.uint64(ys[rank - 1]), np.uint64(1)
     r = r0
     while r < r1:
         plane, pos = r // npos, r % npos
@@ -915,7 +919,6 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
                 a0 = np.uint64(ho[g])
                 a1 = np.uint64(ho[min(g + 1, count - 1)])
                 a2 = np.uint64(ho[min(g + 2, count - 1)])
-                one = np.uint64(1)
                 if g == 0 and g + 3 >= count and uys == 1:       # the common case
                     _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 2)
                 elif g == 0:
