@@ -259,8 +259,9 @@ def test_same_bits_with_one_and_two_threads(op, monkeypatch):
 def test_cache_goes_to_the_user_cache_dir(tmp_path):
     """A second process loads the kernels from DMLOPS_CACHE_DIR; nothing is written beside
     the package (which may be read-only)."""
+    # (padding: the quickest kernel to compile; any kernel goes through the same cache)
     code = ("import numpy as np, dmlops as d; "
-            "print(d.max_pooling(np.arange(16, dtype=np.float32).reshape(1,1,4,4), 2, "
+            "print(d.padding(np.arange(16, dtype=np.float32).reshape(1,1,4,4), 1, 1, "
             "backend='cpu').sum())")
     env = dict(os.environ, DMLOPS_CACHE_DIR=str(tmp_path))
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -381,14 +382,16 @@ def flat_cases(draw):
     return shape, step * owp, window, kw
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(c=flat_cases(), dtype=st.sampled_from([np.float32, np.int8, np.float16, np.uint16]),
-       flat=st.sampled_from([1, 1 << 15]), odd=st.booleans(), seed=st.integers(0, 2**31))
-def test_max_values_flat_runs(c, dtype, flat, odd, seed):
-    """Max pooling without indices reduces runs of rows along the last dimension in one flat
-    loop where it can, then each row's window over the run's rows; runs in blocks of a few
-    rows when ``FLAT`` (read at call time) is small. A −0.0 or NaN sends its block the
-    tie-tracking way. Same bits as the reference."""
+       flat=st.sampled_from([1, 1 << 15]), odd=st.booleans(), seed=st.integers(0, 2**31),
+       indices=st.booleans())
+def test_max_values_flat_runs(c, dtype, flat, odd, seed, indices):
+    """Max pooling reduces runs of rows along the last dimension in one flat loop where it
+    can, then each row's window over the run's rows; runs in blocks of a few rows when
+    ``FLAT`` (read at call time) is small. With indices, the first of equal keys keeps its
+    position at both steps (many ties: small integers). A −0.0 or NaN sends its block the
+    tie-tracking way. Same bits as the reference, indices too."""
     from dmlops.backends.cpu import pooling
 
     shape, pitch, window, kw = c
@@ -398,11 +401,28 @@ def test_max_values_flat_runs(c, dtype, flat, odd, seed):
         flat_view = base.reshape(-1)
         flat_view[rng.integers(0, flat_view.size, 2)] = np.array([-0.0, np.nan], dtype)
     x = base[..., :shape[-1]]
-    want = dml.max_pooling(x, window, backend="reference", **kw)
+    want = dml.max_pooling(x, window, backend="reference", output_indices=indices, **kw)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pooling, "FLAT", flat)
-        got = dml.max_pooling(x, window, backend="cpu", **kw)
-    assert _same(got, want)
+        got = dml.max_pooling(x, window, backend="cpu", output_indices=indices, **kw)
+    if indices:
+        assert _same(got[0], want[0]) and np.array_equal(got[1], want[1])
+    else:
+        assert _same(got, want)
+
+
+@pytest.mark.parametrize("window", [(2, 130), (130, 3), (9, 5)])
+def test_max_indices_beyond_tracked_positions(window):
+    """Tracked positions are numbered in the key type: int8 keys number 127 at most, so a
+    window with more last-dimension offsets (or more rows) than that takes the
+    tie-tracking way; still the reference's values and indices."""
+    x = np.random.default_rng(3).integers(-3, 3, (1, 2, 140, 140)).astype(np.int8)
+    x[..., 131:, :] = 50                                # winners late in the window,
+    x[..., 131:] = 60                                   # beyond position 127
+    kw = dict(strides=(1, 2), start_padding=(0, 1), end_padding=(0, 1))
+    got = dml.max_pooling(x, window, backend="cpu", output_indices=True, **kw)
+    want = dml.max_pooling(x, window, backend="reference", output_indices=True, **kw)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
 
 
 def test_flat_runs_cover_the_common_windows():

@@ -58,30 +58,38 @@ def _max_layout(x, window, strides, start, dilations, *outputs):
     return (pitch, x, window, strides, start, dilations) + tuple(outputs)
 
 
+def _max_keys(dtype, xb):
+    """What max pooling's kernels take for a ``dtype`` input in buffer ``xb``: the value of
+    a window with no element (as ``xb``'s type), and ``key_spec``'s keys."""
+    if dtype == np.float16:
+        empty = np.uint16(0xFC00)
+    elif dtype.kind == "f":
+        empty = dtype.type(-np.inf)
+    else:
+        empty = np.iinfo(dtype).min
+    return (np.array(empty).astype(xb.dtype)[()],) + _k.key_spec(xb, dtype)
+
+
 def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+    # (SPEC's "no element" index, empty_index, is all ones at every width: _k.EMPTY_INDEX)
     pitch, x, window, strides, start, dilations, y, indices = _max_layout(
         x, window, strides, start, dilations, y, indices)
     xb, xo, xs = flat(x)
     yb, yo, ys = flat(y)
-    # indices as unsigned integers of their width (their values are never negative), and a
-    # 32-bit dummy without them: one compiled kernel per data type and index width
+    # indices as unsigned integers of their width (their values are never negative), in a
+    # pair of 32- and 64-bit buffers, one of them empty: one compiled kernel per data type
+    ib = (np.empty(0, np.uint32), np.empty(0, np.uint64))
+    io, ist = 0, ints([0] * y.ndim)
     if indices is not None:
-        ib, io, ist = flat(bits(indices))
-        empty_idx = np.array(empty_index).astype(indices.dtype).view(ib.dtype)[()]
-    else:
-        ib, io, ist, empty_idx = np.empty(1, np.uint32), 0, ints([0] * y.ndim), np.uint32(0)
-    if x.dtype == np.float16:
-        empty = np.uint16(0xFC00)
-    elif x.dtype.kind == "f":
-        empty = x.dtype.type(-np.inf)
-    else:
-        empty = np.iinfo(x.dtype).min
-    empty = np.array(empty).astype(xb.dtype)[()]
-    xi, kspec, kmin = _k.key_spec(xb, x.dtype)
+        buf, io, ist = flat(bits(indices))
+        ib = (buf, ib[1]) if buf.dtype == np.uint32 else (ib[0], buf)
+    empty, xi, kspec, kmin = _max_keys(x.dtype, xb)
     _k.max_pool_kernel(xb, xo, xs, ints(x.shape), pitch, yb, yo, ys, ib, io, ist,
                        ints(y.shape), *_window(window, strides, start, dilations),
-                       tag_for(x.dtype), empty, empty_idx, True, indices is not None,
-                       xi, _k.key_spec(yb, x.dtype)[0], kspec, kmin, _k.TABLE, _k.FLAT)
+                       tag_for(x.dtype), empty, _k.EMPTY_INDEX, True, indices is not None,
+                       xi, _k.key_spec(yb, x.dtype)[0], kspec, kmin, _k.TABLE, _k.FLAT,
+                       None if indices is None else np.array([np.iinfo(xi.dtype).max],
+                                                             xi.dtype))
 
 
 def _counts(in_spatial, out_spatial, window, strides, start, end, dilations, include_padding):
@@ -161,7 +169,8 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     dyb, dyo, dys = flat(dy)
     _k.max_grad_kernel(xb, xo, xs, ints(x.shape), pitch, dyb, dyo, dys, ints(dy.shape),
                        *_window(window, strides, start, dilations), dxb, dxo, dxs, dxsz, tag,
-                       np.zeros(1, acc), dx.flags.c_contiguous)
+                       np.zeros(1, acc), dx.flags.c_contiguous, *_max_keys(x.dtype, xb),
+                       _k.FLAT)
 
 
 WARMUP_TYPES = {

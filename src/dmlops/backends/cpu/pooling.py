@@ -31,6 +31,7 @@ from ._threads import parallel
 
 _OPTS = dict(cache=True, nogil=True)
 TABLE = 1 << 22         # the most outer-window offsets a call tabulates (32 MiB)
+EMPTY_INDEX = np.uint64(2**64 - 1)  # "no element": all ones, at either index width (``_put``)
 
 
 @njit(**_OPTS)
@@ -402,6 +403,56 @@ def _odd_impl(k, kspec):
     return lambda k, kspec: (k == neg) | (k > hi) | (k < lo)
 
 
+@njit(inline="always", **_OPTS)
+def _keep(hk, hj, ht, i, v, j, t, first):
+    """``hk[i] = v`` (``first``) or the larger of them; with positions tracked (``hj``, and
+    ``ht`` if not None, arrays) ``v``'s own (``j``, ``t``) go along where ``v`` wins, which
+    it does only when strictly larger: the earlier of equal keys stays. (None arguments
+    prune their branches at compile time.)"""
+    if hj is None:
+        hk[i] = v if first else max(hk[i], v)
+    else:
+        # (every load unconditional, so that the loop vectorises: selects, no branches)
+        h, hjo = hk[i], hj[i]
+        w = first | (v > h)
+        hk[i] = v if w else h
+        hj[i] = j if w else hjo
+        if ht is not None:
+            hto = ht[i]
+            ht[i] = t if w else hto
+
+
+@njit(inline="always", **_OPTS)
+def _jat(hj, i):
+    """``hj[i]``, or 0 where positions are not tracked (``hj`` None)."""
+    if hj is None:
+        return 0
+    return hj[i]
+
+
+@njit(inline="always", **_OPTS)
+def _put(ib, at, v):
+    """Index ``v`` into ``ib``: a pair of 32- and 64-bit index buffers, the caller's and an
+    empty one, so that one compiled kernel serves both widths (``v`` is cast to the width:
+    "no element", all ones, stays all ones)."""
+    if ib[1].shape[0] > 0:
+        ib[1][at] = v
+    else:
+        ib[0][at] = v
+
+
+def _like(proto, n):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_like)
+def _like_impl(proto, n):
+    """``np.empty(n)`` of ``proto``'s type, or None for a None ``proto``."""
+    if isinstance(proto, types.NoneType):
+        return lambda proto, n: None
+    return lambda proto, n: np.empty(n, proto.dtype)
+
+
 # Scratch arrays are indexed, never sliced: a view (or an array iterator) is a reference
 # count update, and updates of arrays the threads share contend for one cache line.
 
@@ -519,13 +570,17 @@ def _max_scratch(olast, ncols, xb, tag):
 @njit(**_OPTS)
 def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
-              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab, flat):
-    """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Values alone go by keys
-    where the rows allow: in flat runs (``_flat_rows``) where the rows are evenly spaced, else
-    row by row (``_keys_rows``); a block or row that reads a −0.0 or NaN, and every row with
-    indices, go the tie-tracking way (``_max_loop``)."""
+              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab, flat, track):
+    """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Rows go by keys where
+    they allow: in flat runs (``_flat_rows``) where the rows are evenly spaced, with the
+    winners' positions tracked for indices (``track``: None, or a one-element array of the
+    key type holding its largest value, the most window positions a run may number); else,
+    for values alone, row by row (``_keys_rows``). A block or row that reads a −0.0 or NaN,
+    and rows with indices that are not evenly spaced, go the tie-tracking way
+    (``_max_loop``)."""
     xb, xs, insz, pitch, yb, ys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(yb), _b(ys)
-    ib, ist, outsz, win, strd, pad = _b(ib), _b(ist), _b(outsz), _b(win), _b(strd), _b(pad)
+    ist, outsz, win, strd, pad = _b(ist), _b(outsz), _b(win), _b(strd), _b(pad)
+    ib = (_b(ib[0]), _b(ib[1]))
     dil, tag, jlo, jhi, jfirst, nones = _b(dil), _b(tag), _b(jlo), _b(jhi), _b(jfirst), _b(nones)
     wr, xi, yi, otab, ocnt, ytab = _b(wr), _b(xi), _b(yi), _b(otab), _b(ocnt), _b(ytab)
     rank = insz.shape[0]
@@ -539,21 +594,30 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     ck = np.empty(2 * (insz[rank - 1] // 2 + 1), xi.dtype)
     bk = np.empty(olast, xi.dtype)
     by_keys = want_values and not want_indices and c1 - c0 <= 2 * win[k - 1] * olast
-    owp = _flat_pitch(xs, insz, outsz, win, strd, dil) if by_keys else 0
-    wout = win[:k - 1]
-    jv, nj = _live(jlo, jhi)
     ne = 1
     for i in range(k - 2):
         ne *= win[i]
-    most = ne * win[max(k - 2, 0)] * owp
-    hk = np.empty(max(flat, most) if owp > 0 else 0, xi.dtype)
-    ho = np.empty(ne * win[max(k - 2, 0)], np.int64)
+    wm = win[max(k - 2, 0)]
+    # tracked positions are numbered in the key type
+    tracks = want_indices and track is not None and max(win[k - 1], ne * wm) <= _jat(track, 0)
+    owp = _flat_pitch(xs, insz, outsz, win, strd, dil) if by_keys or tracks else 0
+    wout = win[:k - 1]
+    jv, nj = _live(jlo, jhi)
+    hk = np.empty(max(flat, ne * wm * owp) if owp > 0 else 0, xi.dtype)
+    ho, rf = np.empty(ne * wm, np.int64), np.empty(ne * wm, np.int64)
+    hj, fj, ft = _like(track, hk.shape[0]), _like(track, olast), _like(track, olast)
+    jk, tk = np.empty(nj, xi.dtype), np.empty(ne * wm, xi.dtype)
+    for i in range(nj):
+        jk[i] = jv[i]
+    for i in range(ne * wm):
+        tk[i] = i
     r = r0
     while r < r1:
         if owp > 0:
             a, b = _flat_rows(r, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
                               pad, dil, pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec,
-                              kmin, empty_value, hk, offs, flats, ho, bk, coords, scratch)
+                              kmin, empty_value, hk, offs, flats, ho, bk, coords, scratch, hj,
+                              fj, ft, jk, tk, rf, ib, io, ist, empty_index)
             if a == r1:
                 break
             _max_loop(a, b, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
@@ -562,12 +626,13 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
                       bv, bt, bj)
             r = b
             continue
-        if by_keys:
-            r = _keys_rows(r, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil,
-                           pitch, wr, jlo, jhi, nones, c0, c1, otab, ocnt, ytab, kspec, kmin,
-                           empty_value, ck, bk, coords, offs, flats, scratch)
-            if r == r1:
-                break
+        if track is None:                   # (the tracking kernels never go row by row)
+            if by_keys:
+                r = _keys_rows(r, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil,
+                               pitch, wr, jlo, jhi, nones, c0, c1, otab, ocnt, ytab, kspec,
+                               kmin, empty_value, ck, bk, coords, offs, flats, scratch)
+                if r == r1:
+                    break
         # the rows with indices, or the one a key pass could not do (it read a NaN or −0.0)
         last = r + 1 if by_keys else r1
         _max_loop(r, last, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
@@ -722,13 +787,23 @@ def _flat_pitch(xs, insz, outsz, win, strd, dil):
 
 
 @njit(inline="always", **_OPTS)
-def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first):
+def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first, hj, j0, j1, j2):
     """``hk[g]`` (``first``) or its maximum with: the largest key of the elements at
-    ``base + g*step`` plus 0, ``d1`` and ``d2``, for ``g`` in [g0, g1); whether one of
-    them is −0.0 or a NaN. (Constant steps and distances let the loads of neighbouring
-    ``g`` become whole vectors, deinterleaved in registers.)"""
+    ``base + g*step`` plus 0, ``d1`` and ``d2`` (window offsets ``j0..j2``, kept in ``hj``
+    where tracked: ``_keep``), for ``g`` in [g0, g1); whether one of them is −0.0 or a NaN.
+    (Constant steps and distances let the loads of neighbouring ``g`` become whole vectors,
+    deinterleaved in registers. A None ``hj`` prunes the tracking code at compile time.)"""
     odd = False
-    if first:
+    if hj is not None:
+        for g in range(g0, g1):
+            a = _key(xi[base + g * step], kspec)
+            b = _key(xi[base + g * step + d1], kspec)
+            c = _key(xi[base + g * step + d2], kspec)
+            j = j1 if b > a else j0
+            v = max(a, b)
+            _keep(hk, hj, None, g, max(v, c), j2 if c > v else j, j0, first)
+            odd |= _odd(a, kspec) | _odd(b, kspec) | _odd(c, kspec)
+    elif first:
         for g in range(g0, g1):
             a = _key(xi[base + g * step], kspec)
             b = _key(xi[base + g * step + d1], kspec)
@@ -747,10 +822,11 @@ def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first):
 
 @njit(**_OPTS)
 def _run(xi, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin,
-         hk, h0):
+         hk, h0, hj, jk):
     """The last dimension's maxima (keys) of ``nrun`` rows, ``pitch`` apart from ``base``:
     ``hk[h0 + h*owp + o]`` for each row ``h`` and output ``o`` (``jv[:nj]``: the offsets
-    that some output reads). One flat pass where every element read lies in the run, then
+    that some output reads; ``jk`` the same as keys), and in ``hj`` where tracked the
+    first offset holding it. One flat pass where every element read lies in the run, then
     the rows' edges (outputs whose window leaves the row), an output at a time. Returns
     whether an element read is −0.0 or a NaN."""
     ubase, ustep = np.uint64(base), np.uint64(sk)
@@ -768,21 +844,27 @@ def _run(xi, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj,
         sub = ubase - np.uint64(h0) * ustep            # (wraps; the sum is in range)
         one, two, zero = np.uint64(1), np.uint64(2), np.uint64(0)
         for i in range(0, nj, 3):
+            i1, i2 = min(i + 1, nj - 1), min(i + 2, nj - 1)
             e0 = np.uint64(jv[i] * dk - pk)
-            d1 = (jv[min(i + 1, nj - 1)] - jv[i]) * dk
-            d2 = (jv[min(i + 2, nj - 1)] - jv[i]) * dk
+            d1 = (jv[i1] - jv[i]) * dk
+            d2 = (jv[i2] - jv[i]) * dk
+            j0, j1, j2 = jk[i], jk[i1], jk[i2]
             # the common windows' first three offsets get loops of their own
             if i == 0 and sk == 2 and d1 == 1 and d2 == 2:
-                odd |= _run3(xi, sub + e0, two, one, two, u0, u1, kspec, hk, True)
+                odd |= _run3(xi, sub + e0, two, one, two, u0, u1, kspec, hk, True, hj, j0,
+                             j1, j2)
             elif i == 0 and sk == 2 and d1 == 1 and d2 == 1:
-                odd |= _run3(xi, sub + e0, two, one, one, u0, u1, kspec, hk, True)
+                odd |= _run3(xi, sub + e0, two, one, one, u0, u1, kspec, hk, True, hj, j0,
+                             j1, j2)
             elif i == 0 and sk == 1 and d1 == 1 and d2 == 2:
-                odd |= _run3(xi, sub + e0, one, one, two, u0, u1, kspec, hk, True)
+                odd |= _run3(xi, sub + e0, one, one, two, u0, u1, kspec, hk, True, hj, j0,
+                             j1, j2)
             elif i == 0 and sk == 1 and d1 == 0:
-                odd |= _run3(xi, sub + e0, one, zero, zero, u0, u1, kspec, hk, True)
+                odd |= _run3(xi, sub + e0, one, zero, zero, u0, u1, kspec, hk, True, hj, j0,
+                             j1, j2)
             else:
                 odd |= _run3(xi, sub + e0, ustep, np.uint64(d1), np.uint64(d2), u0, u1, kspec,
-                             hk, i == 0)
+                             hk, i == 0, hj, j0, j1, j2)
     # outputs [olo, ohi) read only their own row: the flat range [ga, gb) holds them all
     # (its ends are the first row's olo and the last row's ohi, or beyond); the others
     # (edges) are done again from their real offsets
@@ -792,19 +874,19 @@ def _run(xi, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj,
         ohi = min(ohi, jhi[jv[i]])
     for o in range(min(olo, olast)):
         odd |= _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj,
-                            kspec, kmin, hk, h0)
+                            kspec, kmin, hk, h0, hj, jk)
     for o in range(max(ohi, olo), olast):
         odd |= _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj,
-                            kspec, kmin, hk, h0)
+                            kspec, kmin, hk, h0, hj, jk)
     return odd
 
 
 @njit(inline="always", **_OPTS)
 def _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin,
-                 hk, h0):
-    """``hk[h0 + h*owp + o]`` for output ``o`` of every row of a run, from its real offsets
-    only (the same for every row): one loop over the rows per offset; whether an element
-    read is −0.0 or a NaN."""
+                 hk, h0, hj, jk):
+    """``hk[h0 + h*owp + o]`` (and ``hj``) for output ``o`` of every row of a run, from its
+    real offsets only (the same for every row): one loop over the rows per offset; whether
+    an element read is −0.0 or a NaN."""
     odd = False
     first = True
     for i in range(nj):
@@ -813,7 +895,7 @@ def _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj, ks
             at = base + o * sk + j * dk - pk
             for h in range(nrun):
                 v = _key(xi[at + h * pitch], kspec)
-                hk[h0 + h * owp + o] = v if first else max(hk[h0 + h * owp + o], v)
+                _keep(hk, hj, None, h0 + h * owp + o, v, jk[i], jk[i], first)
                 odd |= _odd(v, kspec)
             first = False
     if first:
@@ -826,57 +908,83 @@ CHUNK = 32     # outputs per fixed-length loop (LLVM vectorises those whole; row
 
 
 @njit(inline="always", **_OPTS)
-def _rows3_at(hk, a0, a1, a2, o0, n, kspec, out, u0, ustep, bk, mode):
+def _rows3_at(hk, a0, a1, a2, o0, n, kspec, out, u0, ustep, bk, mode, hj, bj, bt, t0, t1,
+              t2):
+    if hj is None:
+        for i in range(n):
+            o = o0 + i
+            v = max(max(hk[a0 + o], hk[a1 + o]), hk[a2 + o])
+            if mode == 0:
+                bk[o] = v
+            elif mode == 1:
+                bk[o] = max(bk[o], v)
+            else:
+                out[u0 + o * ustep] = _key(v, kspec)
+        return
     for i in range(n):
         o = o0 + i
-        v = max(max(hk[a0 + o], hk[a1 + o]), hk[a2 + o])
-        if mode == 0:
-            bk[o] = v
-        elif mode == 1:
-            bk[o] = max(bk[o], v)
-        else:
-            out[u0 + o * ustep] = _key(v, kspec)
+        v, j, t = hk[a0 + o], hj[a0 + o], t0
+        w, jw = hk[a1 + o], hj[a1 + o]       # (loads before the selects: see _keep)
+        m = w > v
+        j = jw if m else j
+        t = t1 if m else t
+        v = max(v, w)
+        w, jw = hk[a2 + o], hj[a2 + o]
+        m = w > v
+        j = jw if m else j
+        t = t2 if m else t
+        _keep(bk, bj, bt, o, max(v, w), j, t, mode == 0)
 
 
 @njit(inline="always", **_OPTS)
-def _rows3(hk, a0, a1, a2, olast, kspec, out, u0, ustep, bk, mode):
+def _rows3(hk, a0, a1, a2, olast, kspec, out, u0, ustep, bk, mode, hj, bj, bt, t0, t1, t2):
     """For ``o`` in [0, olast), the largest key ``v`` of three rows of ``hk`` (from offsets
-    ``a0..a2``) into ``bk[o]`` (``mode`` 0), or the larger of it and ``bk[o]`` (1); or
-    as a value into ``out[u0 + o*ustep]`` (2). In chunks of ``CHUNK`` outputs, the last one
-    overlapping the one before (a maximum taken twice is the same)."""
+    ``a0..a2``, window rows ``t0..t2``) into ``bk[o]`` (``mode`` 0), or the larger of it
+    and ``bk[o]`` (1), with its offset and row in ``bj``/``bt`` where tracked (the first of
+    equal keys: ``_keep``); or as a value into ``out[u0 + o*ustep]`` (2). In chunks of
+    ``CHUNK`` outputs, the last one overlapping the one before (a maximum taken twice is
+    the same, and so is its position)."""
     uo = np.uint64(olast)
     if uo < CHUNK:
-        _rows3_at(hk, a0, a1, a2, np.uint64(0), uo, kspec, out, u0, ustep, bk, mode)
+        _rows3_at(hk, a0, a1, a2, np.uint64(0), uo, kspec, out, u0, ustep, bk, mode, hj, bj,
+                  bt, t0, t1, t2)
         return
     for q in range((uo + np.uint64(CHUNK - 1)) // np.uint64(CHUNK)):
         c = min(q * np.uint64(CHUNK), uo - np.uint64(CHUNK))
-        _rows3_at(hk, a0, a1, a2, c, np.uint64(CHUNK), kspec, out, u0, ustep, bk, mode)
+        _rows3_at(hk, a0, a1, a2, c, np.uint64(CHUNK), kspec, out, u0, ustep, bk, mode, hj,
+                  bj, bt, t0, t1, t2)
 
 
 @njit(**_OPTS)
 def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd, pad, dil,
                pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec, kmin, empty_value, hk,
-               eo, flats, ho, bk, coords, scratch):
+               eo, flats, ho, bk, coords, scratch, hj, bj, bt, jk, tk, rf, ib, io, ist,
+               empty_index):
     """Rows [r0, r1) the flat way, in blocks: consecutive rows of one plane that differ only
     along the second-to-last dimension, as many as ``hk`` holds the runs of. A block's runs
     (one per real element of the window's other dimensions, ``wout``) are reduced along the
     last dimension (``_run``), then each row takes the maximum of its window's run rows.
-    Returns ``(a, b)``: rows [r0, a) are done, and [a, b) read a −0.0 or NaN (to be done
-    with the ties tracked); ``a == r1`` when all are done."""
+    With ``hj`` (not None) the winners' positions are tracked too (``bj``/``bt`` a row's
+    last offsets and window rows, ``jk``/``tk`` those numbers as keys, ``rf`` each window
+    row's flat index) and written as indices to ``ib``. Returns ``(a, b)``: rows [r0, a)
+    are done, and [a, b) read a −0.0 or NaN (to be done with the ties tracked); ``a == r1``
+    when all are done."""
     xs, insz, yi, yb, ys, outsz = _b(xs), _b(insz), _b(yi), _b(yb), _b(ys), _b(outsz)
     win, wout, strd, pad, dil, pitch = _b(win), _b(wout), _b(strd), _b(pad), _b(dil), _b(pitch)
     wr, jlo, jhi, jv, nones, ytab = _b(wr), _b(jlo), _b(jhi), _b(jv), _b(nones), _b(ytab)
     hk, eo, flats, ho, bk = _b(hk), _b(eo), _b(flats), _b(ho), _b(bk)
-    coords, scratch = _b(coords), _b(scratch)
+    coords, scratch, ist, rf = _b(coords), _b(scratch), _b(ist), _b(rf)
+    ib = (_b(ib[0]), _b(ib[1]))
     rank = insz.shape[0]
     k = rank - 2
     m = k - 2                                   # the spatial index of the run dimension
     olast, ncols = outsz[rank - 1], insz[rank - 1]
     sk, pk, dk = strd[k - 1], pad[k - 1], dil[k - 1]
     wm, sm, pm, inm, outm = win[m], strd[m], pad[m], insz[rank - 2], outsz[rank - 2]
-    rpitch = xs[rank - 2]
+    rpitch, plast = xs[rank - 2], pitch[rank - 1]
     npos = ytab.shape[0]
     uys, one = np.uint64(ys[rank - 1]), np.uint64(1)
+    direct = hj is None             # values straight to the output where one group does
     r = r0
     while r < r1:
         plane, pos = r // npos, r % npos
@@ -897,7 +1005,8 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
         if ne > 0 and nrun > 0:
             for e in range(ne):
                 odd |= _run(xi, xplane + eo[e] + ha * rpitch, nrun, rpitch, owp, ncols, olast,
-                            sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin, hk, e * nrun * owp)
+                            sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin, hk, e * nrun * owp, hj,
+                            jk)
         if odd:
             return r, r + nb
         for i in range(nb):
@@ -905,31 +1014,56 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
             yrow = yplane + ytab[pos + i]
             a, b = wr[0, m, om], wr[1, m, om]
             count = ne * (b - a) if nrun > 0 else 0
+            irow = io
+            if hj is not None:
+                irow += n * ist[0] + c * ist[1] + om * ist[rank - 2]
+                for d in range(2, rank - 2):
+                    irow += coords[d] * ist[d]
             if count == 0:
                 for o in range(olast):
                     yb[yrow + o * ys[rank - 1]] = empty_value
+                    if hj is not None:
+                        _put(ib, irow + o * ist[rank - 1], empty_index)
                 continue
             t = 0
             for e in range(ne):
                 for jm in range(a, b):
                     ho[t] = (e * nrun + om * sm + jm - pm - ha) * owp
+                    if hj is not None:
+                        rf[t] = (n * pitch[0] + c * pitch[1] + flats[e]
+                                 + (om * sm + jm - pm) * pitch[rank - 2] - pk * plast)
                     t += 1
             uy = np.uint64(yrow)
             for g in range(0, count, 3):
-                a0 = np.uint64(ho[g])
-                a1 = np.uint64(ho[min(g + 1, count - 1)])
-                a2 = np.uint64(ho[min(g + 2, count - 1)])
-                if g == 0 and g + 3 >= count and uys == 1:       # the common case
-                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 2)
+                g1, g2 = min(g + 1, count - 1), min(g + 2, count - 1)
+                a0, a1, a2 = np.uint64(ho[g]), np.uint64(ho[g1]), np.uint64(ho[g2])
+                t0, t1, t2 = tk[g], tk[g1], tk[g2]
+                if g == 0 and g + 3 >= count and uys == 1 and direct:    # the common case
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 2, hj, bj, bt, t0,
+                           t1, t2)
                 elif g == 0:
-                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 0)
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 0, hj, bj, bt, t0,
+                           t1, t2)
                 else:
-                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 1)
-            if count > 3 or uys != 1:
+                    _rows3(hk, a0, a1, a2, olast, kspec, yi, uy, one, bk, 1, hj, bj, bt, t0,
+                           t1, t2)
+            if hj is None:
+                if count > 3 or uys != 1:
+                    for o in range(np.uint64(olast)):
+                        yi[uy + o * uys] = _key(bk[o], kspec)
+            else:
                 for o in range(np.uint64(olast)):
                     yi[uy + o * uys] = _key(bk[o], kspec)
+                # (unsigned: no checks for negative indices; a negative step wraps back)
+                ui, uisk = np.uint64(irow), np.uint64(ist[rank - 1])
+                cs, cj = sk * plast, dk * plast
+                for o in range(olast):
+                    at = ui + np.uint64(o) * uisk
+                    _put(ib, at, rf[np.uint64(bt[o])] + o * cs + bj[o] * cj)
             for j in range(nones.shape[0]):
                 yb[yrow + nones[j] * ys[rank - 1]] = empty_value
+                if hj is not None:
+                    _put(ib, irow + nones[j] * ist[rank - 1], empty_index)
         r += nb
     return r1, r1
 
@@ -966,7 +1100,7 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
                 if want_values:
                     yb[yrow + o * ysk] = empty_value
                 if want_indices:
-                    ib[irow + o * isk] = empty_index
+                    _put(ib, irow + o * isk, empty_index)
             continue
         w = _max_row(xb, xrow, xsk, offs, count, olast, wk, sk, pk, dk, jlo, jhi, jfirst,
                      c0, c1, tag, want_indices or reread, cv, ct, bv, bt, bj)
@@ -984,13 +1118,13 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
             ui, uisk = np.uint64(irow), np.uint64(isk)
             for o in range(olast):
                 xk = o * sk + bj[w, o] * dk - pk
-                ib[ui + np.uint64(o) * uisk] = frow + flats[bt[w, o]] + xk * plast
+                _put(ib, ui + np.uint64(o) * uisk, frow + flats[bt[w, o]] + xk * plast)
         for i in range(nones.shape[0]):     # windows of padding and phantom positions only
             o = nones[i]
             if want_values:
                 yb[yrow + o * ysk] = empty_value
             if want_indices:
-                ib[irow + o * isk] = empty_index
+                _put(ib, irow + o * isk, empty_index)
 
 
 @njit(**_OPTS)
@@ -1010,7 +1144,7 @@ def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table):
 
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
                     dil, tag, empty_value, empty_index, want_values, want_indices, xi, yi,
-                    kspec, kmin, table, flat):
+                    kspec, kmin, table, flat, track=None):
     """Arguments: ``xb, xo, xs`` input buffer, offset of element 0 and element strides;
     ``insz`` input sizes; ``pitch`` each dimension's step in the flat index of the caller's
     input (its logical row-major strides, permuted along with the dimensions);
@@ -1018,13 +1152,16 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
     sizes; ``win, strd, pad, dil`` the window over the spatial dimensions; ``xi``/``yi``
     the input and output buffers as integers of their width, ``kspec``/``kmin`` their keys'
     description and lowest key (``key_spec``); ``table`` the most offsets ``_row_table``
-    may list (``TABLE``), ``flat`` the keys a task's runs may hold (``FLAT``)."""
+    may list (``TABLE``), ``flat`` the keys a task's runs may hold (``FLAT``); ``track``
+    (with indices) a one-element array of the key type holding its largest value, so that
+    the flat runs track the winners' positions (a kernel of its own: without it, none of
+    that code is compiled)."""
     jlo, jhi, jfirst, c0, c1, nones, wr, rows, nouter, otab, ocnt, ytab = _plan(
         insz, outsz, win, strd, pad, dil, xs, ys, pitch, table)
     parallel(_max_rows, rows, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
              strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices, jlo,
              jhi, jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab,
-             flat, item_size=outsz[-1])
+             flat, track, item_size=outsz[-1])
 
 
 def key_spec(buf, dtype):
@@ -1223,87 +1360,66 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
 
 
 @njit(**_OPTS)
-def _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil, dxb,
-                dxo, dxs, dxsz, tag, acc, dx_packed, jlo, jhi, jfirst, c0, c1, wr, coords,
-                scratch, offs, flats, cv, ct, bv, bt, bj):
-    """Plane ``p`` of ``max_grad_kernel``, on borrowed scratch (see ``_max_loop``)."""
-    coords, scratch, offs, flats = _b(coords), _b(scratch), _b(offs), _b(flats)
-    cv, ct, bv, bt, bj, acc = _b(cv), _b(ct), _b(bv), _b(bt), _b(bj), _b(acc)
-    rank = insz.shape[0]
-    k = rank - 2
-    olast = outsz[rank - 1]
-    wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
-    xsk, dysk, plast = xs[rank - 1], dys[rank - 1], pitch[rank - 1]
-    in_plane = 1
-    plane_rows = 1
-    for d in range(2, rank):
-        in_plane *= insz[d]
-    for d in range(2, rank - 1):
-        plane_rows *= outsz[d]
-    uplast, udysk = np.uint64(plast), np.uint64(dysk)
-    for r in range(p * plane_rows, (p + 1) * plane_rows):
-        _decode(r, outsz, 0, rank - 1, coords)
-        count = _outer(coords, wr, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
-        if count == 0:
-            continue
-        xrow = xo + coords[0] * xs[0] + coords[1] * xs[1]
-        w = _max_row(xb, xrow, xsk, offs, count, olast, wk, sk, pk, dk, jlo, jhi, jfirst,
-                     c0, c1, tag, True, cv, ct, bv, bt, bj)
-        dyrow = dyo
-        for d in range(rank - 1):
-            dyrow += coords[d] * dys[d]
-        # (unsigned indices: no checks for negative ones, which none of these are)
-        udy = np.uint64(dyrow)
-        for o in range(olast):
-            if jfirst[o] >= 0:
-                xk = np.uint64(o * sk + bj[w, o] * dk - pk)
-                acc[np.uint64(flats[bt[w, o]]) + xk * uplast] += load(
-                    dyb[udy + np.uint64(o) * udysk], tag)
-    first = p * in_plane
-    if dx_packed:
-        for i in range(in_plane):
-            dxb[dxo + first + i] = store(acc[i], tag, dxb.dtype.type)
-        return
-    for i in range(in_plane):
-        rest = first + i
-        e = dxo
-        for d in range(dxsz.shape[0] - 1, -1, -1):
-            e += (rest % dxsz[d]) * dxs[d]
-            rest //= dxsz[d]
-        dxb[e] = store(acc[i], tag, dxb.dtype.type)
-
-
-@njit(**_OPTS)
-def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil,
-                 dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, c0, c1,
-                 nouter, wr):
-    """Planes [p0, p1) of ``max_grad_kernel`` (one thread's task)."""
+def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, win, strd, pad,
+                 dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, nones,
+                 c0, c1, nouter, wr, xi, kspec, kmin, otab, ocnt, ytab, flat, track, empty_value,
+                 empty_index, wide, gone, ysc, at, no, yes):
+    """Planes [p0, p1) of ``max_grad_kernel`` (one thread's task): a plane's argmaxes as max
+    pooling finds them (``_max_rows``, into a plane of scratch indices laid out by ``ysc``
+    from offset ``at``), then its gradient added to them in ascending output order. (``at``
+    0, ``no`` False and ``yes`` True come as arguments, not literals, so that the rows
+    compiled for max pooling serve here.)"""
     xb, xs, insz, pitch, dyb, dys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(dyb), _b(dys)
-    outsz, win, strd, pad, dil, dxb = _b(outsz), _b(win), _b(strd), _b(pad), _b(dil), _b(dxb)
-    dxs, dxsz, tag, jlo, jhi, jfirst = _b(dxs), _b(dxsz), _b(tag), _b(jlo), _b(jhi), _b(jfirst)
-    wr = _b(wr)
+    outsz, dxb, dxs, dxsz, tag, dytab = _b(outsz), _b(dxb), _b(dxs), _b(dxsz), _b(tag), _b(dytab)
     rank = insz.shape[0]
-    k = rank - 2
     in_plane = 1
     for d in range(2, rank):
         in_plane *= insz[d]
-    cv, ct, bv, bt, bj = _max_scratch(outsz[rank - 1], insz[rank - 1], xb, tag)
+    npos, olast = ocnt.shape[0], outsz[rank - 1]
     acc = np.empty(in_plane, acc_proto.dtype)
-    coords, scratch = np.empty(rank, np.int64), np.empty((3, k), np.int64)
-    offs, flats = np.empty(nouter, np.int64), np.empty(nouter, np.int64)
+    yb, yi = np.empty(npos * olast, xb.dtype), np.empty(npos * olast, xi.dtype)
+    ib = (np.empty(0 if wide else npos * olast, np.uint32),
+          np.empty(npos * olast if wide else 0, np.uint64))
+    udysk = np.uint64(dys[rank - 1])
     for p in range(p0, p1):
+        # (a plane's scratch is allocated afresh: small blocks, which malloc reuses)
+        _max_rows(p * npos, (p + 1) * npos, xb, xo, xs, insz, pitch, yb, at, ysc, ib, at, ysc,
+                  outsz, win, strd, pad, dil, tag, empty_value, empty_index, no, yes, jlo, jhi,
+                  jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab, flat,
+                  track)
+        n, c = p // outsz[1], p % outsz[1]
+        pbase = n * pitch[0] + c * pitch[1]
+        dyplane = dyo + n * dys[0] + c * dys[1]
         for i in range(in_plane):
             acc[i] = 0
-        _grad_plane(p, xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil, dxb,
-                    dxo, dxs, dxsz, tag, acc, dx_packed, jlo, jhi, jfirst, c0, c1, wr, coords,
-                    scratch, offs, flats, cv, ct, bv, bt, bj)
+        q = 0
+        for pos in range(npos):
+            udy = np.uint64(dyplane + dytab[pos])
+            for o in range(olast):
+                e = np.int64(ib[1][q]) if wide else np.int64(ib[0][q])
+                q += 1
+                if e != gone:
+                    acc[e - pbase] += load(dyb[udy + np.uint64(o) * udysk], tag)
+        first = p * in_plane
+        if dx_packed:
+            for i in range(in_plane):
+                dxb[dxo + first + i] = store(acc[i], tag, dxb.dtype.type)
+            continue
+        for i in range(in_plane):
+            rest = first + i
+            e = dxo
+            for d in range(dxsz.shape[0] - 1, -1, -1):
+                e += (rest % dxsz[d]) * dxs[d]
+                rest //= dxsz[d]
+            dxb[e] = store(acc[i], tag, dxb.dtype.type)
 
 
 def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil,
-                    dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed):
-    """Each window's argmax (as ``max_pool_kernel`` finds it) receives the window's gradient,
-    in the same pass, plane by plane (the first two dimensions; planes are shared out among
-    threads).
+                    dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, empty_value, xi, kspec,
+                    kmin, flat):
+    """Each window's argmax, as ``max_pool_kernel`` finds it (the same compiled rows, into
+    a plane of scratch indices), receives the window's gradient, plane by plane (the first
+    two dimensions; planes are shared out among threads).
 
     Every input element belongs to one plane and only that plane's windows choose it, so a
     plane's scatter, run in ascending output order by one thread, adds each element's
@@ -1312,9 +1428,25 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
     in ascending order.) ``pitch`` gives each dimension's step in the caller's flat index, so
     a plane's accumulator is in the caller's logical order; ``dxsz``/``dxs`` describe the
     caller's ``dx``, C-contiguous when ``dx_packed``. Sums run in ``acc_proto``'s type from
-    +0.0 and are rounded once at the end."""
-    jlo, jhi, jfirst, c0, c1, _, wr, _, nouter, _, _, _ = _plan(
-        insz, outsz, win, strd, pad, dil, xs, dys, pitch, 0)
+    +0.0 and are rounded once at the end. ``empty_value, xi, kspec, kmin, flat`` as for
+    ``max_pool_kernel``."""
+    rank = len(insz)
+    # a plane of outputs, packed: its scratch indices' strides (the planes share it)
+    ysc = np.zeros(rank, np.int64)
+    ysc[rank - 1] = 1
+    for d in range(rank - 2, 1, -1):
+        ysc[d] = ysc[d + 1] * outsz[d + 1]
+    jlo, jhi, jfirst, c0, c1, nones, wr, _, nouter, otab, ocnt, ytab = _plan(
+        insz, outsz, win, strd, pad, dil, xs, ysc, pitch, TABLE)
+    dytab = np.zeros(1, np.int64)          # each row position's offset in dy
+    for d in range(2, rank - 1):
+        dytab = (dytab[:, None] + np.arange(outsz[d], dtype=np.int64) * dys[d]).ravel()
+    # scratch indices of 32 bits where they fit; "no element" reads back as ``gone``
+    wide = bool(np.prod(insz, dtype=np.float64) >= 2.0**32 - 1)
+    gone = -1 if wide else 2**32 - 1
+    track = np.array([np.iinfo(xi.dtype).max], xi.dtype)
     parallel(_grad_planes, int(insz[0] * insz[1]), xb, xo, xs, insz, pitch, dyb, dyo, dys,
-             outsz, win, strd, pad, dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo,
-             jhi, jfirst, c0, c1, nouter, wr, item_size=np.prod(insz[2:]))
+             dytab, outsz, win, strd, pad, dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed,
+             jlo, jhi, jfirst, nones, c0, c1, nouter, wr, xi, kspec, kmin, otab, ocnt, ytab,
+             flat, track, empty_value, EMPTY_INDEX, wide, gone, ysc, 0, False, True,
+             item_size=np.prod(insz[2:]))
