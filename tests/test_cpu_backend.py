@@ -448,8 +448,9 @@ def test_flat_runs_cover_the_common_windows():
 
 @pytest.mark.parametrize("layout", ["c", "channels_last"])
 def test_many_rows_per_task(layout):
-    """A task takes many output rows and walks them by position and plane: every operator against the reference there, with
-    per-channel quantization (a plane change must change the channel's parameters)."""
+    """A task takes many output rows and walks them by position and plane: every operator
+    against the reference there, with per-channel quantization (a plane change must change
+    the channel's parameters)."""
     rng = np.random.default_rng(3)
     shape = (3, 5, 41, 23)
     x = rng.integers(-9, 9, shape).astype(np.float32) / 4

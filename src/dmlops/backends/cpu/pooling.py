@@ -13,9 +13,9 @@ explicitly, never by a sentinel value.
 
 Rows are short (tens of outputs), so what a row costs besides its loops matters: helpers
 get borrowed arrays (``_nrt``), whose reference counts the threads do not fight over, and
-max pooling without indices compares integer keys: where the input's rows are evenly spaced,
-whole blocks of rows along the last dimension in one loop (``_flat_rows``), else row by row,
-columns first (``_keys_row``).
+max pooling compares integer keys: where the input's rows are evenly spaced, whole blocks
+of rows along the last dimension in one loop (``_flat_rows``, indices too, and the gradient's
+argmaxes), else, for values alone, row by row, columns first (``_keys_row``).
 """
 
 from __future__ import annotations
@@ -365,12 +365,12 @@ def _max_row(xb, xrow, xsk, offs, count, olast, wk, sk, pk, dk, jlo, jhi, jfirst
     return 0
 
 
-# --- values only, on integer keys ------------------------------------------------------
-# Without indices, only the winner's bits matter, and among equal values those differ only
-# for −0.0/+0.0 and NaNs. So a row without −0.0 and NaN (``_odd``) is reduced on integer
-# keys (a float's sign-magnitude bits made two's complement keep its order: for float16
-# too, at 16 lanes where float32 would give 8), columns first and with no tie tracking;
-# a row holding one goes the tie-tracking way. Integers are their own keys.
+# --- on integer keys --------------------------------------------------------------------
+# Among equal values, only −0.0/+0.0 and NaNs differ in their bits. So a row without −0.0
+# and NaN (``_odd``) is reduced on integer keys (a float's sign-magnitude bits made two's
+# complement keep its order: for float16 too, at 16 lanes where float32 would give 8),
+# whose equal keys are equal bits (the first of them is kept where indices are wanted); a
+# row holding one goes the tie-tracking way. Integers are their own keys.
 
 def _key(b, kspec):  # pragma: no cover - replaced by the overload inside kernels
     raise NotImplementedError
@@ -598,8 +598,10 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     for i in range(k - 2):
         ne *= win[i]
     wm = win[max(k - 2, 0)]
-    # tracked positions are numbered in the key type
-    tracks = want_indices and track is not None and max(win[k - 1], ne * wm) <= _jat(track, 0)
+    # tracked positions are numbered in the key type; with a unit window along the last
+    # dimension (channels-last data), the tie-tracking rows are long, and faster
+    tracks = (want_indices and track is not None and 1 < win[k - 1]
+              and max(win[k - 1], ne * wm) <= _jat(track, 0))
     owp = _flat_pitch(xs, insz, outsz, win, strd, dil) if by_keys or tracks else 0
     wout = win[:k - 1]
     jv, nj = _live(jlo, jhi)
@@ -746,14 +748,16 @@ def _keys_rows(r0, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil, p
     return r1
 
 
-# --- values only, horizontal first over runs of rows ----------------------------------
+# --- horizontal first over runs of rows -----------------------------------------------
 # When the input's rows along the second-to-last dimension lie ``P`` elements apart and
 # ``P`` is a whole number of window steps (``P = owp * S``, ``S`` the last dimension's step
 # in elements), the element of output ``o`` in row ``h`` at offset ``j`` sits at
 # ``(h*owp + o)*S + e_j``: linear in one flat index. So the last dimension's maxima of a
 # whole run of rows are one long loop (short rows cost their loop set-up otherwise), and
-# the rest of the window is a maximum over those rows' results. Only keys are compared
-# (no ties to track), so the order of the maxima does not matter.
+# the rest of the window is a maximum over those rows' results. Values alone compare keys
+# only, in any order. With indices, each step keeps the position of the first of equal
+# keys (offsets, then window rows, both in ascending order): the row-major first, the
+# lowest flat index, as SPEC 3.4 wants. The gradient takes its argmaxes from the same rows.
 
 FLAT = 1 << 15          # the keys a task's runs may hold (in a core's L2 cache)
 
@@ -1068,6 +1072,14 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
     return r1, r1
 
 
+@njit(inline="always", **_OPTS)
+def _index_row(ib, ui, uisk, olast, frow, flats, bt, bj, w, sk, dk, pk, plast):
+    """A row's indices from ``_max_row``'s winners (``bt``/``bj`` row ``w``)."""
+    for o in range(olast):
+        xk = o * sk + bj[w, o] * dk - pk
+        ib[ui + np.uint64(o) * uisk] = frow + flats[bt[w, o]] + xk * plast
+
+
 @njit(**_OPTS)
 def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
@@ -1116,9 +1128,10 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
         if want_indices:
             # (unsigned: no checks for negative indices; a negative step wraps back)
             ui, uisk = np.uint64(irow), np.uint64(isk)
-            for o in range(olast):
-                xk = o * sk + bj[w, o] * dk - pk
-                _put(ib, ui + np.uint64(o) * uisk, frow + flats[bt[w, o]] + xk * plast)
+            if ib[1].shape[0] > 0:          # (the width's test out of the loop)
+                _index_row(ib[1], ui, uisk, olast, frow, flats, bt, bj, w, sk, dk, pk, plast)
+            else:
+                _index_row(ib[0], ui, uisk, olast, frow, flats, bt, bj, w, sk, dk, pk, plast)
         for i in range(nones.shape[0]):     # windows of padding and phantom positions only
             o = nones[i]
             if want_values:
