@@ -1187,42 +1187,123 @@ def key_spec(buf, dtype):
     return buf.view(kt), True, kt(np.iinfo(kt).min)
 
 
-@njit(inline="always", **_OPTS)
-def _add(xb, u0, ustep, ulo, uhi, tag, acc):
-    for o in range(ulo, uhi):
-        acc[o] += load(xb[u0 + o * ustep], tag)
+def _term(v, tag, zp):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
 
 
-@njit(inline="always", **_OPTS)
-def _add_q(xb, u0, ustep, ulo, uhi, zp, acc):
-    for o in range(ulo, uhi):
-        acc[o] += acc.dtype.type(xb[u0 + o * ustep]) - zp
+@overload(_term, inline="always")
+def _term_impl(v, tag, zp):
+    """An input element as a summed term: quantized (integer data) ``x - zp`` in ``zp``'s
+    type, else its value (float16 converted). Decided by type, so loops hold no branch."""
+    if isinstance(v, types.Integer) and not (isinstance(tag, types.Array)
+                                             and tag.dtype == types.boolean):
+        zt = getattr(np, str(zp))
+        return lambda v, tag, zp: zt(v) - zp
+    return lambda v, tag, zp: load(v, tag)
 
 
-@njit(inline="always", **_OPTS)
-def _split(xb, base, i0, i1, c1, tag, zp, quantized, ck, half):
-    """Input columns [2*i0, c1) of the row at ``base`` as terms (values; quantized:
-    ``x - zp``), even columns into ``ck[i]``, odd ones into ``ck[half + i]``."""
-    two, one = np.uint64(2), np.uint64(1)
-    uhalf = np.uint64(half)
-    for i in range(np.uint64(i0), np.uint64(i1)):
-        if quantized:
-            ck[i] = ck.dtype.type(xb[base + i * two]) - zp
-            ck[uhalf + i] = ck.dtype.type(xb[base + i * two + one]) - zp
+@njit(**_OPTS)
+def _sum_passes(jlo, jhi, olast, sk, pk, dk, xsk):
+    """How every row's sums go (``_row_sums``): ``passes[:npass]`` (input offset, kind)
+    over the outputs [olo, ohi) that read every live offset of the last dimension, in
+    offset order, three offsets a pass where a loop of its own does them (kind 0: step 2,
+    offsets +0, 1, 2; kind 1: step 1, +0, 1, 2; kind 2: step 2, +0, 1), else one (kind 3:
+    step 1; kind 4: any). ``trio`` >= 0 (kinds 0, 1, 3) where one pass does an outer
+    element, so that three of them can go in one pass. The other outputs ``eo[i]`` each
+    add the elements at ``erel[est[i]:est[i + 1]]`` from every outer element's start."""
+    jv, nj = _live(jlo, jhi)
+    olo, ohi = 0, olast
+    for i in range(nj):
+        olo = max(olo, jlo[jv[i]])
+        ohi = min(ohi, jhi[jv[i]])
+    ohi = max(olo, ohi)
+    passes = np.empty((nj, 2), np.int64)
+    npass, i = 0, 0
+    while i < nj:
+        e = (jv[i] * dk - pk) * xsk
+        nx = jv[i + 1] - jv[i] if i + 1 < nj else 0
+        ny = jv[i + 2] - jv[i] if i + 2 < nj else 0
+        kind, step = 4, sk * xsk
+        if xsk == 1 and dk == 1 and nx == 1 and ny == 2 and sk <= 2:
+            kind, i = 2 - sk, i + 3
+        elif xsk == 1 and dk == 1 and nx == 1 and sk == 2:
+            kind, i = 2, i + 2
         else:
-            ck[i] = load(xb[base + i * two], tag)
-            ck[uhalf + i] = load(xb[base + i * two + one], tag)
-    if c1 & 1:                                          # a last, even column
-        if quantized:
-            ck[i1] = ck.dtype.type(xb[base + np.uint64(c1 - 1)]) - zp
-        else:
-            ck[i1] = load(xb[base + np.uint64(c1 - 1)], tag)
+            kind, i = (3 if step == 1 else 4), i + 1
+        passes[npass, 0], passes[npass, 1] = e, kind
+        npass += 1
+    neo = olo + olast - ohi
+    eo, est = np.empty(neo, np.int64), np.zeros(neo + 1, np.int64)
+    erel = np.empty(neo * max(nj, 1), np.int64)
+    n = 0
+    for i in range(neo):
+        o = i if i < olo else ohi + i - olo
+        eo[i] = o
+        for q in range(nj):
+            j = jv[q]
+            if jlo[j] <= o < jhi[j]:
+                erel[n] = o * sk * xsk + (j * dk - pk) * xsk
+                n += 1
+        est[i + 1] = n
+    # three outer elements a pass: the three offsets of kinds 0 and 1 (trio 0, 1), or the
+    # one offset of kind 3 (trio 2)
+    trio = -1
+    if npass == 1 and passes[0, 1] <= 1:
+        trio = passes[0, 1]
+    elif npass == 1 and passes[0, 1] == 3:
+        trio = 2
+    return passes, npass, eo, est, erel, trio, olo, ohi
+
+
+def _staged(xb, tag, n):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_staged, inline="always")
+def _staged_impl(xb, tag, n):
+    """What the sums read, and its tag: float16 rows converted to float32 scratch (``n``
+    values; each element converted once, not at every window offset that reads it), every
+    other type where it is."""
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        return lambda xb, tag, n: (np.empty(n, np.float32), np.empty(0, np.int8))
+    return lambda xb, tag, n: (xb, tag)
 
 
 @njit(inline="always", **_OPTS)
-def _add_split(ck, shift, ulo, uhi, acc):
+def _add9(xb, u0, ustep, d1, d2, ulo, uhi, tag, zp, acc):
+    """``acc[o]`` plus the elements at ``u0 + o*ustep`` + 0, 1, 2, then the same from
+    ``u0 + d1`` and from ``u0 + d2``, added one after the other, for ``o`` in [ulo, uhi)."""
+    one, two = np.uint64(1), np.uint64(2)
     for o in range(ulo, uhi):
-        acc[o] += ck[o + shift]
+        p = u0 + o * ustep
+        s = acc[o] + _term(xb[p], tag, zp)
+        s += _term(xb[p + one], tag, zp)
+        s += _term(xb[p + two], tag, zp)
+        q = p + d1
+        s += _term(xb[q], tag, zp)
+        s += _term(xb[q + one], tag, zp)
+        s += _term(xb[q + two], tag, zp)
+        q = p + d2
+        s += _term(xb[q], tag, zp)
+        s += _term(xb[q + one], tag, zp)
+        s += _term(xb[q + two], tag, zp)
+        acc[o] = s
+
+
+@njit(inline="always", **_OPTS)
+def _add3(xb, u0, ustep, d1, d2, m, ulo, uhi, tag, zp, acc):
+    """``acc[o]`` plus the ``m`` (1 to 3) elements at ``u0 + o*ustep`` + 0, ``d1``, ``d2``,
+    added one after the other, for ``o`` in [ulo, uhi): a row's next ``m`` window offsets
+    in one pass (constant arguments let the loads of neighbouring outputs become whole
+    vectors)."""
+    for o in range(ulo, uhi):
+        p = u0 + o * ustep
+        s = acc[o] + _term(xb[p], tag, zp)
+        if m > 1:
+            s += _term(xb[p + d1], tag, zp)
+        if m > 2:
+            s += _term(xb[p + d2], tag, zp)
+        acc[o] = s
 
 
 @njit(inline="always", **_OPTS)
@@ -1244,17 +1325,66 @@ def _store_row(acc, yb, yrow, ysk, olast, tag):
         yb[yrow + o * ysk] = store(acc[o], tag, yb.dtype.type)
 
 
+@njit(inline="always", **_OPTS)
+def _convert(xb, u, step, dst, v, c0, c1, tag):
+    for q in range(np.uint64(c0), np.uint64(c1)):
+        dst[v + q] = load(xb[u + q * step], tag)
+
+
+@njit(inline="always", **_OPTS)
+def _row_sums(src, rowb, count, passes, npass, trio, eo, est, erel, ulo, uhi, ustep, tag, zp,
+              acc):
+    """One output row's window sums into ``acc``, its outer elements starting at
+    ``rowb[:count]`` in ``src``: each output adds its terms in row-major offset order,
+    from +0.0. The outputs [ulo, uhi) that read every live offset go in passes over the
+    row (three outer elements a pass where ``trio`` says how, else one), the others
+    (``eo``) each on its own."""
+    one, two = np.uint64(1), np.uint64(2)
+    for o in range(acc.shape[0]):
+        acc[o] = 0
+    t = 0
+    while t < count:
+        u = np.uint64(rowb[t])
+        if t + 3 <= count and trio >= 0:
+            u0 = u + np.uint64(passes[0, 0])
+            d1, d2 = np.uint64(rowb[t + 1] - rowb[t]), np.uint64(rowb[t + 2] - rowb[t])
+            if trio == 0:
+                _add9(src, u0, two, d1, d2, ulo, uhi, tag, zp, acc)
+            elif trio == 1:
+                _add9(src, u0, one, d1, d2, ulo, uhi, tag, zp, acc)
+            else:
+                _add3(src, u0, one, d1, d2, 3, ulo, uhi, tag, zp, acc)
+            t += 3
+            continue
+        for q in range(npass):
+            u0, kind = u + np.uint64(passes[q, 0]), passes[q, 1]
+            if kind == 0:
+                _add3(src, u0, two, one, two, 3, ulo, uhi, tag, zp, acc)
+            elif kind == 1:
+                _add3(src, u0, one, one, two, 3, ulo, uhi, tag, zp, acc)
+            elif kind == 2:
+                _add3(src, u0, two, one, one, 2, ulo, uhi, tag, zp, acc)
+            elif kind == 3:
+                _add3(src, u0, one, u0, u0, 1, ulo, uhi, tag, zp, acc)
+            else:
+                _add3(src, u0, ustep, u0, u0, 1, ulo, uhi, tag, zp, acc)
+        t += 1
+    for i in range(eo.shape[0]):
+        v = acc.dtype.type(0)
+        for t in range(count):
+            u = np.uint64(rowb[t])
+            for q in range(est[i], est[i + 1]):
+                v += _term(src[u + np.uint64(erel[q])], tag, zp)
+        acc[eo[i]] = v
+
+
 @njit(**_OPTS)
 def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr,
               tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in,
               zp_out, scale_out, quantized, qlo, qhi, acc_proto):
     """Rows [r0, r1) of ``sum_pool_kernel`` (one thread's task), the geometry from
-    ``_row_table``.
-
-    Each output adds its window's terms in row-major offset order: per outer element, its
-    last-dimension offsets one after the other, each a pass over the row's outputs. With
-    stride 2 (unit input steps) an input row is first split into even and odd columns, so
-    that those passes read contiguous terms; float16 is converted once there, too."""
+    ``_row_table``: each row's window sums (``_row_sums``), then its averages or
+    requantized values. float16 rows are converted to float32 first (``_staged``)."""
     xb, xs, yb, ys, outsz, win = _b(xb), _b(xs), _b(yb), _b(ys), _b(outsz), _b(win)
     strd, pad, dil, pitch, wr, tag = _b(strd), _b(pad), _b(dil), _b(pitch), _b(wr), _b(tag)
     jlo, jhi, otab, ocnt, ytab, odiv = _b(jlo), _b(jhi), _b(otab), _b(ocnt), _b(ytab), _b(odiv)
@@ -1265,17 +1395,25 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     olast = outsz[rank - 1]
     # this task's scratch (its helpers are inlined: no reference counts to borrow away)
     acc = np.empty(olast, acc_proto.dtype)
-    ck = np.empty(2 * (insz[rank - 1] // 2 + 1), acc_proto.dtype)
     coords, offs, flats = np.empty(rank, np.int64), np.empty(nouter, np.int64), np.empty(
         nouter, np.int64)
     scratch = np.empty((3, k), np.int64)
-    wk, sk, pk, dk = win[k - 1], strd[k - 1], pad[k - 1], dil[k - 1]
+    rowb = np.empty(nouter, np.int64)
+    ncols = insz[rank - 1]
+    sk, pk, dk = strd[k - 1], pad[k - 1], dil[k - 1]
     xsk, ysk = xs[rank - 1], ys[rank - 1]
     fqlo, fqhi = np.float32(qlo), np.float32(qhi)
-    split = sk == 2 and xsk == 1 and wk > 1
-    half = ck.shape[0] // 2
-    i0, i1 = c0 >> 1, c1 >> 1
     npos = ocnt.shape[0]
+    staged = is_half(tag)
+    nslot = nouter + 2
+    src, stag = _staged(xb, tag, nslot * ncols)
+    held = np.full(nslot if staged else 0, -1, np.int64)
+    stamp = np.full(nslot if staged else 0, -1, np.int64)
+    rpitch = max(1, abs(xs[rank - 2])) if rank > 2 else 1
+    passes, npass, eo, est, erel, trio, olo, ohi = _sum_passes(
+        jlo, jhi, olast, sk, pk, dk, 1 if staged else xsk)
+    ulo, uhi = np.uint64(olo), np.uint64(ohi)
+    ustep = np.uint64(sk if staged else sk * xsk)
     pos, n, c = _row_plane(r0, npos, outsz)
     for r in range(r0, r1):
         if r == r0 or pos == 0:
@@ -1285,36 +1423,31 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
             zq = zp_out[c if zp_out.shape[0] > 1 else 0]
             s_in = scale_in[c if scale_in.shape[0] > 1 else 0]
             s_out = scale_out[c if scale_out.shape[0] > 1 else 0]
-        for o in range(olast):
-            acc[o] = 0
         count = ocnt[pos]
         if count > 0:
             orow = _offsets(pos, otab, outsz, wr, xs, win, strd, pad, dil, pitch, coords,
                             offs, flats, scratch)
         for t in range(count):
-            base = xplane + orow[t]
-            if split:
-                _split(xb, np.uint64(base), i0, i1, c1, tag, zp, quantized, ck, half)
-                for jj in range(wk):
-                    e = jj * dk - pk
-                    shift = np.uint64((e >> 1) + (half if e & 1 else 0))
-                    _add_split(ck, shift, np.uint64(jlo[jj]), np.uint64(jhi[jj]), acc)
-                continue
-            for jj in range(wk):
-                e0 = base + (jj * dk - pk) * xsk
-                step = sk * xsk
-                u0, ustep = np.uint64(e0), np.uint64(step)     # (see _max_row)
-                ulo, uhi = np.uint64(jlo[jj]), np.uint64(jhi[jj])
-                # constant steps 1 and 2 get loops of their own (they vectorise)
-                if quantized:
-                    if step == 1:
-                        _add_q(xb, u0, np.uint64(1), ulo, uhi, zp, acc)
+            if staged:
+                # the columns the row reads, converted, in a slot by input row: the next
+                # output row finds the rows it shares with this one there
+                at = xplane + orow[t]
+                slot = (at // rpitch) % nslot
+                while stamp[slot] == r and held[slot] != at:     # (taken in this row)
+                    slot = (slot + 1) % nslot
+                stamp[slot] = r
+                if held[slot] != at:
+                    u, v = np.uint64(at), np.uint64(slot * ncols)
+                    if xsk == 1:
+                        _convert(xb, u, np.uint64(1), src, v, c0, c1, tag)
                     else:
-                        _add_q(xb, u0, ustep, ulo, uhi, zp, acc)
-                elif step == 1:
-                    _add(xb, u0, np.uint64(1), ulo, uhi, tag, acc)
-                else:
-                    _add(xb, u0, ustep, ulo, uhi, tag, acc)
+                        _convert(xb, u, np.uint64(xsk), src, v, c0, c1, tag)
+                    held[slot] = at
+                rowb[t] = slot * ncols
+            else:
+                rowb[t] = xplane + orow[t]
+        _row_sums(src, rowb, count, passes, npass, trio, eo, est, erel, ulo, uhi, ustep, stag,
+                  zp, acc)
         yrow = yplane + ytab[pos]
         od = odiv[pos]
         # divisors as floats: the product of two exact factors, rounded once like the
