@@ -148,15 +148,13 @@ def _same(a, b):
         np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
 
 
-@settings(max_examples=120)
-@given(c=cases(ALL), idt=st.sampled_from([np.uint32, np.uint64, np.int64]))
-def test_max_pooling_bitwise(c, idt):
-    x, window, kw, out, _ = c
-    # The kernel writes indices the same way for every data type, but compiles once per
-    # (data type, index type): the 64-bit index types are drawn with two data types only,
-    # which keeps the suite's compile time (most of a cold CI run) in bounds.
-    if x.dtype not in (np.float32, np.int16):
-        idt = np.uint32
+# One test per data type: each compiles two kernels (most of a cold CI run), and separate
+# tests let parallel workers (pytest-xdist) share them out.
+@pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
+@settings(max_examples=12)
+@given(data=st.data(), idt=st.sampled_from([np.uint32, np.uint64, np.int64]))
+def test_max_pooling_bitwise(dtype, data, idt):
+    x, window, kw, out, _ = data.draw(cases([dtype]))
     got = dml.max_pooling(x, window, output_sizes=out, output_indices=True, indices_dtype=idt,
                           backend="cpu", **kw)
     want = dml.max_pooling(x, window, output_sizes=out, output_indices=True,
@@ -173,6 +171,45 @@ def test_average_pooling_matches(c, incl):
                               backend="cpu", **kw)
     want = dml.average_pooling(x, window, output_sizes=out, include_padding=incl,
                                backend="reference", **kw)
+    assert _same(got, want)
+
+
+@st.composite
+def sum_cases(draw):
+    """Average pooling on floats whose sums round differently in every other order: terms
+    of widely different magnitudes (small integers, as ``cases`` draws, sum exactly in any
+    order), sometimes -0.0 in half the places, the common windows (up to 3, steps 1 and 2)
+    over rows long enough to have edges and an interior, in any layout."""
+    k = draw(st.integers(1, 3))
+    spatial = tuple(draw(st.integers(1, 12)) for _ in range(k))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + spatial
+    window = tuple(draw(st.integers(1, 3)) for _ in range(k))
+    strides = tuple(draw(st.integers(1, 2)) for _ in range(k))
+    dil = tuple(draw(st.sampled_from([1, 1, 2])) for _ in range(k))
+    start = tuple(draw(st.integers(0, w - 1)) for w in window)
+    end = [draw(st.integers(0, w - 1)) for w in window]
+    for i in range(k):
+        need = (window[i] - 1) * dil[i] + 1 - (spatial[i] + start[i] + end[i])
+        end[i] += max(0, need)
+    dtype = draw(st.sampled_from(FLOATS))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    spread = 8 if dtype == np.float16 else 30
+    vals = rng.standard_normal(shape) * 2.0 ** rng.integers(-spread, spread, shape)
+    if draw(st.booleans()):
+        vals[rng.random(shape) < 0.5] = -0.0
+    x = _layout(draw, shape, dtype, vals.astype(dtype))
+    kw = dict(strides=strides, start_padding=start, end_padding=tuple(end), dilations=dil)
+    return x, window, kw
+
+
+@settings(max_examples=150)
+@given(c=sum_cases(), incl=st.booleans())
+def test_average_pooling_sums_in_row_major_order(c, incl):
+    # bitwise the reference, whose sums go in SPEC 5's order (row-major window offsets,
+    # from +0.0)
+    x, window, kw = c
+    got = dml.average_pooling(x, window, include_padding=incl, backend="cpu", **kw)
+    want = dml.average_pooling(x, window, include_padding=incl, backend="reference", **kw)
     assert _same(got, want)
 
 
