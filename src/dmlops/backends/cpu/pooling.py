@@ -15,7 +15,9 @@ Rows are short (tens of outputs), so what a row costs besides its loops matters:
 get borrowed arrays (``_nrt``), whose reference counts the threads do not fight over, and
 max pooling compares integer keys: where the input's rows are evenly spaced, whole blocks
 of rows along the last dimension in one loop (``_flat_rows``, indices too, and the gradient's
-argmaxes), else, for values alone, row by row, columns first (``_keys_row``).
+argmaxes), else, for values alone, row by row, columns first (``_keys_row``). Sums keep
+their order (SPEC 5): a pass adds up to three window offsets of a row, or three outer
+elements' worth of them, to each output in turn (``_row_sums``).
 """
 
 from __future__ import annotations
