@@ -1225,7 +1225,7 @@ def _sum_passes(jlo, jhi, olast, sk, pk, dk, xsk):
         e = (jv[i] * dk - pk) * xsk
         nx = jv[i + 1] - jv[i] if i + 1 < nj else 0
         ny = jv[i + 2] - jv[i] if i + 2 < nj else 0
-        kind, step = 4, sk * xsk
+        step = sk * xsk
         if xsk == 1 and dk == 1 and nx == 1 and ny == 2 and sk <= 2:
             kind, i = 2 - sk, i + 3
         elif xsk == 1 and dk == 1 and nx == 1 and sk == 2:
@@ -1272,24 +1272,26 @@ def _staged_impl(xb, tag, n):
 
 
 @njit(inline="always", **_OPTS)
+def _terms(xb, p, d1, d2, m, tag, zp, s):
+    """``s`` plus the ``m`` (1 to 3) elements at ``p``, ``p + d1``, ``p + d2``, in order."""
+    s += _term(xb[p], tag, zp)
+    if m > 1:
+        s += _term(xb[p + d1], tag, zp)
+    if m > 2:
+        s += _term(xb[p + d2], tag, zp)
+    return s
+
+
+@njit(inline="always", **_OPTS)
 def _add9(xb, u0, ustep, d1, d2, ulo, uhi, tag, zp, acc):
     """``acc[o]`` plus the elements at ``u0 + o*ustep`` + 0, 1, 2, then the same from
     ``u0 + d1`` and from ``u0 + d2``, added one after the other, for ``o`` in [ulo, uhi)."""
     one, two = np.uint64(1), np.uint64(2)
     for o in range(ulo, uhi):
         p = u0 + o * ustep
-        s = acc[o] + _term(xb[p], tag, zp)
-        s += _term(xb[p + one], tag, zp)
-        s += _term(xb[p + two], tag, zp)
-        q = p + d1
-        s += _term(xb[q], tag, zp)
-        s += _term(xb[q + one], tag, zp)
-        s += _term(xb[q + two], tag, zp)
-        q = p + d2
-        s += _term(xb[q], tag, zp)
-        s += _term(xb[q + one], tag, zp)
-        s += _term(xb[q + two], tag, zp)
-        acc[o] = s
+        s = _terms(xb, p, one, two, 3, tag, zp, acc[o])
+        s = _terms(xb, p + d1, one, two, 3, tag, zp, s)
+        acc[o] = _terms(xb, p + d2, one, two, 3, tag, zp, s)
 
 
 @njit(inline="always", **_OPTS)
@@ -1299,13 +1301,7 @@ def _add3(xb, u0, ustep, d1, d2, m, ulo, uhi, tag, zp, acc):
     in one pass (constant arguments let the loads of neighbouring outputs become whole
     vectors)."""
     for o in range(ulo, uhi):
-        p = u0 + o * ustep
-        s = acc[o] + _term(xb[p], tag, zp)
-        if m > 1:
-            s += _term(xb[p + d1], tag, zp)
-        if m > 2:
-            s += _term(xb[p + d2], tag, zp)
-        acc[o] = s
+        acc[o] = _terms(xb, u0 + o * ustep, d1, d2, m, tag, zp, acc[o])
 
 
 @njit(inline="always", **_OPTS)
