@@ -71,6 +71,93 @@ def test_float_to_half_rounds_like_numpy():
 
 
 @numba.njit
+def _widen_all(a, tag):
+    out = np.empty(a.shape[0], np.float32)
+    for i in range(a.shape[0]):
+        out[i] = _half.widen(a[i], tag)
+    return out
+
+
+@numba.njit
+def _narrow_all(a, tag):
+    out = np.empty(a.shape[0], np.uint16)
+    for i in range(a.shape[0]):
+        out[i] = _half.narrow(a[i], tag, np.uint16)
+    return out
+
+
+def _quiet(bits32):
+    """float32 bits with a NaN's quiet bit set, as a CPU's conversion leaves a signalling
+    NaN (the one way ``widen``/``narrow`` may differ from NumPy's bit moves)."""
+    nan = (bits32 & 0x7F800000) == 0x7F800000
+    nan &= (bits32 & 0x7FFFFF) != 0
+    return np.where(nan, bits32 | np.uint32(0x400000), bits32)
+
+
+def test_widen_is_exact_on_all_patterns():
+    """The conversion the sums use (the CPU's where it has one): every pattern as NumPy
+    converts it, a signalling NaN at most made quiet."""
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    want = bits.view(np.float16).astype(np.float32).view(np.uint32)
+    got = _widen_all(bits, _half.HALF).view(np.uint32)
+    assert np.array_equal(_quiet(got), _quiet(want))
+    finite = np.isfinite(bits.view(np.float16))
+    assert np.array_equal(got[finite], want[finite])
+
+
+def test_narrow_rounds_like_numpy():
+    """The sums' float32 -> float16 store: every float16 value, every halfway point and its
+    neighbours, overflow, subnormals and random bits, as NumPy rounds them (to nearest
+    even); quiet NaNs keep their top payload bits."""
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    exact = _quiet(h.astype(np.float32).view(np.uint32)).view(np.float32)
+    h = h[np.isfinite(h)].astype(np.float64)
+    h.sort()
+    mids = ((h[:-1] + h[1:]) / 2).astype(np.float32)
+    rng = np.random.default_rng(9)
+    noise = rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32)
+    vals = np.concatenate([exact, mids, np.nextafter(mids, np.float32(np.inf)),
+                           np.nextafter(mids, np.float32(-np.inf)),
+                           _quiet(noise).view(np.float32),
+                           np.array([65504, 65519.99, 65520, 1e9, -1e9, 6e-8, 2.9e-8, 3e-8,
+                                     1e-45, -1e-45], np.float32)])
+    with np.errstate(all="ignore"):
+        want = vals.astype(np.float16).view(np.uint16)
+    assert np.array_equal(_narrow_all(vals, _half.HALF), want)
+
+
+def test_half_averages_without_the_cpus_conversions(tmp_path):
+    """Where the CPU has no float16 conversions (here: F16C switched off for Numba), the
+    sums convert in software, with the same results."""
+    import llvmlite.binding as ll
+    features = numba.config.CPU_FEATURES or ll.get_host_cpu_features().flatten()
+    if "+f16c" not in features.split(","):
+        pytest.skip("this CPU converts float16 in software already (the other tests ran it)")
+    code = """if True:
+        import numpy as np, dmlops as dml
+        from dmlops.backends.cpu import _half
+        assert not _half.HARDWARE_HALF
+        rng = np.random.default_rng(3)
+        x = (rng.standard_normal((2, 3, 19, 23)) * 1000).astype(np.float16)
+        x.flat[::7] = -0.0
+        x.flat[5] = np.inf
+        for xx in (x, np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):
+            for incl in (False, True):
+                kw = dict(strides=2, start_padding=1, end_padding=(0, 1),
+                          include_padding=incl)
+                a = dml.average_pooling(xx, 3, backend="cpu", **kw)
+                b = dml.average_pooling(xx, 3, backend="reference", **kw)
+                assert np.array_equal(a.view(np.uint16), b.view(np.uint16))
+        print("ok")
+    """
+    env = dict(os.environ, DMLOPS_CACHE_DIR=str(tmp_path),
+               NUMBA_CPU_FEATURES=features.replace("+f16c", "-f16c"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+@numba.njit
 def _d2h(a):
     out = np.empty(a.shape[0], np.uint16)
     for i in range(a.shape[0]):

@@ -5,13 +5,25 @@ read as their 16-bit patterns (uint16) and converted one value at a time.
 NaN's top payload bits as NumPy does (a NaN never becomes infinity), so results match NumPy's
 ``astype(float16)`` bit for bit; the tests check every one of the 65,536 patterns.
 ``double_to_half`` rounds float64 once, as NumPy does (Lp pooling computes in float64).
+
+Where a value goes into arithmetic and only arithmetic results are stored (the window sums),
+``widen`` and ``narrow`` use the CPU's own conversions when it has them (x86's F16C
+``vcvtph2ps``/``vcvtps2ph``, ARMv8's ``fcvt``): 8 values an instruction, against about 1.4
+cycles a value in software. They are exact and round to nearest even like the software
+ones; the one difference, a signalling NaN coming back quiet, cannot reach an output there,
+since every sum starts from +0.0 and an addition quiets a NaN anyway.
 """
 
 from __future__ import annotations
 
+import platform
+
+import llvmlite.binding as ll
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
-from numba.extending import overload
+from numba.core import config
+from numba.extending import intrinsic, overload
 
 
 @njit(cache=True)
@@ -68,6 +80,46 @@ def double_to_half(d):
     return float_to_half(f)
 
 
+def _cpu_converts_halves() -> bool:
+    """Whether the CPU Numba compiles for converts float16 itself (``NUMBA_CPU_FEATURES``,
+    when set, decides, as it does for Numba's code generation and cache)."""
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return True
+    if machine not in ("x86_64", "amd64"):
+        return False
+    features = config.CPU_FEATURES
+    if features is None:
+        features = ll.get_host_cpu_features().flatten()
+    return "+f16c" in features.split(",")
+
+
+HARDWARE_HALF = _cpu_converts_halves()
+
+
+@intrinsic
+def hardware_half_to_float(typingctx, h):
+    """float16 bits (uint16) -> float32 by the CPU's instruction (only where
+    ``HARDWARE_HALF``; elsewhere LLVM would call a runtime function Numba does not link)."""
+    if h != types.uint16:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+    return types.float32(types.uint16), codegen
+
+
+@intrinsic
+def hardware_float_to_half(typingctx, f):
+    """float32 -> float16 bits (uint16) by the CPU's instruction, rounded to nearest even."""
+    if f != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+    return types.uint16(types.float32), codegen
+
+
 # --- element access, specialised per data type at compile time -------------------------
 # A kernel receives its float16 data as uint16 and a ``tag`` array telling the two apart:
 # an empty bool array means "these uint16 are float16 bit patterns".
@@ -103,6 +155,34 @@ def store(v, tag, out_dtype):  # pragma: no cover
 @overload(store)
 def _store(v, tag, out_dtype):
     if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        return lambda v, tag, out_dtype: float_to_half(v)
+    return lambda v, tag, out_dtype: out_dtype(v)
+
+
+def widen(v, tag):  # pragma: no cover - replaced by the overload inside kernels
+    raise NotImplementedError
+
+
+@overload(widen)
+def _widen(v, tag):
+    """``load`` for a value that only arithmetic uses (see the module docstring)."""
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        if HARDWARE_HALF:
+            return lambda v, tag: hardware_half_to_float(v)
+        return lambda v, tag: half_to_float(v)
+    return lambda v, tag: v
+
+
+def narrow(v, tag, out_dtype):  # pragma: no cover - replaced by the overload inside kernels
+    raise NotImplementedError
+
+
+@overload(narrow)
+def _narrow(v, tag, out_dtype):
+    """``store`` for an arithmetic result (see the module docstring)."""
+    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+        if HARDWARE_HALF:
+            return lambda v, tag, out_dtype: hardware_float_to_half(np.float32(v))
         return lambda v, tag, out_dtype: float_to_half(v)
     return lambda v, tag, out_dtype: out_dtype(v)
 

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
-from ._half import load, store, store_double
+from ._half import load, narrow, store, store_double, widen
 from ._threads import parallel
 from .pooling import _out_range, _valid_range
 
@@ -212,7 +212,7 @@ def _average_grad_planes(p0, p1, gb, go, gs, outsz, db, do, ds, insz, win, strd,
             div = 1
             for i in range(k):
                 div *= counts[cstart[i] + idx[2 + i]]
-            g[q] = acc_proto.dtype.type(load(gb[e], tag)) / acc_proto.dtype.type(max(div, 1))
+            g[q] = acc_proto.dtype.type(widen(gb[e], tag)) / acc_proto.dtype.type(max(div, 1))
             e = _step(idx, outsz, gs, 2, e)
         for jn in range(volume - 1, -1, -1):
             rest = jn
@@ -243,7 +243,7 @@ def _average_grad_planes(p0, p1, gb, go, gs, outsz, db, do, ds, insz, win, strd,
         idx[:] = 0
         e = dplane
         for q in range(plane_in):
-            db[e] = store(acc[q], tag, db.dtype.type)
+            db[e] = narrow(acc[q], tag, db.dtype.type)
             e = _step(idx, insz, ds, 2, e)
 
 
