@@ -333,6 +333,26 @@ def test_quantized_bitwise(c, dout, per_channel, incl):
     assert _same(got, want)
 
 
+@pytest.mark.parametrize("window", [(8, 16), (12, 12)])      # 128 elements: int16 sums
+@pytest.mark.parametrize("din", [np.uint8, np.int8])
+def test_quantized_sums_at_the_accumulators_limits(window, din):
+    """Sums as large as a window allows, both signs: every element as far from the zero
+    point as the type permits (255 away), where the kernel's accumulator narrows to int16
+    (up to 128 elements) and where it must not (144: 36,720 > 32,767). A sum that wrapped
+    would move the average by 65,536 / 144 = 455 (outputs of 64 at most, scale 4)."""
+    info = np.iinfo(din)
+    for fill, zp in ((info.max, info.min), (info.min, info.max)):
+        x = np.full((1, 2, 12, 16), fill, din)
+        x[0, 1, ::3, ::5] = zp                   # a few terms of 0, so the sums differ
+        args = (x, 1.0, np.asarray(zp, din)[()], 4.0, np.asarray(0, np.int8)[()], window)
+        got = dml.quantized_linear_average_pooling(*args, output_dtype=np.int8,
+                                                   backend="cpu")
+        want = dml.quantized_linear_average_pooling(*args, output_dtype=np.int8,
+                                                    backend="reference")
+        assert _same(got, want)
+        assert abs(int(got[0, 0, 0, 0])) == 64         # all 255 from the zero point
+
+
 def test_out_with_any_strides():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 9, 10)).astype(np.float32)

@@ -153,8 +153,10 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
                               end, dilations, include_padding):
     quant = (_per_channel(zp_in, np.int64), _per_channel(scale_in, np.float32),
              _per_channel(zp_out, np.int64), _per_channel(scale_out, np.float32))
-    # |x - zp| <= 255, so int32 sums are exact for windows of fewer than 2^23 elements
-    acc = np.int32 if np.prod(window, dtype=np.float64) < 2.0**23 else np.int64
+    # |x - zp| <= 255: a window's sum fits int16 up to 128 elements, int32 below 2^23 (and
+    # sums that wrap on the way come out right where the result fits)
+    volume = np.prod(window, dtype=np.float64)
+    acc = np.int16 if volume <= 128 else np.int32 if volume < 2.0**23 else np.int64
     _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc, quant)
 
 
