@@ -1383,35 +1383,49 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     """Rows [r0, r1) of ``sum_pool_kernel`` (one thread's task), the geometry from
     ``_row_table``: each row's window sums (``_row_sums``), then its averages or
     requantized values. float16 rows are converted to float32 first (``_staged``)."""
-    # The scratch reaches the sums as an argument: LLVM leaves the sum loops scalar where
-    # they read an array allocated in the same function (measured: float16 averages 10.9 ->
-    # 8.6 ms on workload 9b)
-    src, stag = _staged(xb, tag, (nouter + 2) * insz[insz.shape[0] - 1])
+    # The task's scratch reaches ``_sum_task`` as arguments, which it borrows (``_b``):
+    # arrays allocated where they are used cost an atomic reference-count update or two
+    # per row (measured: 45 % of the row loop's own time), and LLVM leaves the sum loops
+    # scalar where they read one (float16 averages, 9b: 10.9 -> 8.6 ms)
+    rank = outsz.shape[0]
+    k = rank - 2
+    olast, ncols = outsz[rank - 1], insz[rank - 1]
+    staged = is_half(tag)
+    nslot = nouter + 2
+    src, stag = _staged(xb, tag, nslot * ncols)
+    sk, pk, dk = strd[k - 1], pad[k - 1], dil[k - 1]
+    xsk = 1 if staged else xs[rank - 1]
+    passes, npass, eo, est, erel, trio, olo, ohi = _sum_passes(jlo, jhi, olast, sk, pk, dk, xsk)
+    nheld = nslot if staged else 0
     _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, tag,
               jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in, zp_out,
-              scale_out, quantized, qlo, qhi, acc_proto, src, stag)
+              scale_out, quantized, qlo, qhi, src, stag, np.empty(olast, acc_proto.dtype),
+              np.empty(rank, np.int64), np.empty(nouter, np.int64),
+              np.empty(nouter, np.int64), np.empty((3, k), np.int64),
+              np.empty(nouter, np.int64), np.full(nheld, -1, np.int64),
+              np.full(nheld, -1, np.int64), passes, npass, eo, est, erel,
+              trio, olo, ohi)
 
 
 @njit(**_OPTS)
 def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr,
               tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in,
-              zp_out, scale_out, quantized, qlo, qhi, acc_proto, src, stag):
+              zp_out, scale_out, quantized, qlo, qhi, src, stag, acc, coords, offs, flats,
+              scratch, rowb, held, stamp, passes, npass, eo, est, erel, trio, olo, ohi):
     """``_sum_rows``'s work, reading the sums' terms from ``src`` (the input, or its
-    float16 rows' float32 slots: ``nouter + 2`` rows of the last dimension's length)."""
+    float16 rows' float32 slots: ``nouter + 2`` rows of the last dimension's length), the
+    passes from ``_sum_passes``, the rest scratch."""
     xb, xs, yb, ys, outsz, win = _b(xb), _b(xs), _b(yb), _b(ys), _b(outsz), _b(win)
     strd, pad, dil, pitch, wr, tag = _b(strd), _b(pad), _b(dil), _b(pitch), _b(wr), _b(tag)
     jlo, jhi, otab, ocnt, ytab, odiv = _b(jlo), _b(jhi), _b(otab), _b(ocnt), _b(ytab), _b(odiv)
     fdiv, zp_in, scale_in = _b(fdiv), _b(zp_in), _b(scale_in)
     zp_out, scale_out, src, stag = _b(zp_out), _b(scale_out), _b(src), _b(stag)
+    acc, coords, offs, flats, scratch = _b(acc), _b(coords), _b(offs), _b(flats), _b(scratch)
+    rowb, held, stamp, passes, eo = _b(rowb), _b(held), _b(stamp), _b(passes), _b(eo)
+    est, erel = _b(est), _b(erel)
     rank = outsz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
-    # this task's scratch (its helpers are inlined: no reference counts to borrow away)
-    acc = np.empty(olast, acc_proto.dtype)
-    coords, offs, flats = np.empty(rank, np.int64), np.empty(nouter, np.int64), np.empty(
-        nouter, np.int64)
-    scratch = np.empty((3, k), np.int64)
-    rowb = np.empty(nouter, np.int64)
     ncols = insz[rank - 1]
     sk, pk, dk = strd[k - 1], pad[k - 1], dil[k - 1]
     xsk, ysk = xs[rank - 1], ys[rank - 1]
@@ -1419,11 +1433,7 @@ def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     npos = ocnt.shape[0]
     staged = is_half(tag)
     nslot = nouter + 2
-    held = np.full(nslot if staged else 0, -1, np.int64)
-    stamp = np.full(nslot if staged else 0, -1, np.int64)
     rpitch = max(1, abs(xs[rank - 2])) if rank > 2 else 1
-    passes, npass, eo, est, erel, trio, olo, ohi = _sum_passes(
-        jlo, jhi, olast, sk, pk, dk, 1 if staged else xsk)
     ulo, uhi = np.uint64(olo), np.uint64(ohi)
     ustep = np.uint64(sk if staged else sk * xsk)
     pos, n, c = _row_plane(r0, npos, outsz)
