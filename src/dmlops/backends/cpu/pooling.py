@@ -17,7 +17,9 @@ max pooling compares integer keys: where the input's rows are evenly spaced, who
 of rows along the last dimension in one loop (``_flat_rows``, indices too, and the gradient's
 argmaxes), else, for values alone, row by row, columns first (``_keys_row``). Sums keep
 their order (SPEC 5): a pass adds up to three window offsets of a row, or three outer
-elements' worth of them, to each output in turn (``_row_sums``).
+elements' worth of them, to each output in turn (``_row_sums``). float16 and quantized rows
+are staged first, each input row once (``_staged``): converted, or less its zero point, and
+padded with zeros, so that every output of a row reads its whole window from the stage.
 """
 
 from __future__ import annotations
@@ -1257,18 +1259,34 @@ def _sum_passes(jlo, jhi, olast, sk, pk, dk, xsk):
     return passes, npass, eo, est, erel, trio, olo, ohi
 
 
-def _staged(xb, tag, n):  # pragma: no cover - replaced by the overload
+def _staged(xb, tag, n, acc):  # pragma: no cover - replaced by the overload
     raise NotImplementedError
 
 
 @overload(_staged, inline="always")
-def _staged_impl(xb, tag, n):
-    """What the sums read, and its tag: float16 rows converted to float32 scratch (``n``
-    values; each element converted once, not at every window offset that reads it), every
-    other type where it is."""
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
-        return lambda xb, tag, n: (np.empty(n, np.float32), np.empty(0, np.int8))
-    return lambda xb, tag, n: (xb, tag)
+def _staged_impl(xb, tag, n, acc):
+    """What the sums read, and its tag: float16 rows converted to float32, and quantized
+    rows less their zero point in the accumulator's type, in zeroed scratch (``n`` values;
+    each element converted once, not at every window offset that reads it); float rows
+    where they are."""
+    if _stages(xb, tag):
+        return lambda xb, tag, n, acc: (np.zeros(n, acc.dtype), np.empty(0, np.int8))
+    return lambda xb, tag, n, acc: (xb, tag)
+
+
+def _stages(xb, tag):
+    return isinstance(xb.dtype, types.Integer)
+
+
+def is_staged(xb, tag):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(is_staged)
+def _is_staged(xb, tag):
+    """Whether the sums read staged rows (``_staged``), as a compile-time constant."""
+    staged = _stages(xb, tag)
+    return lambda xb, tag: staged
 
 
 @njit(inline="always", **_OPTS)
@@ -1324,9 +1342,9 @@ def _store_row(acc, yb, yrow, ysk, olast, tag):
 
 
 @njit(inline="always", **_OPTS)
-def _convert(xb, u, step, dst, v, c0, c1, tag):
+def _convert(xb, u, step, dst, v, c0, c1, tag, zp):
     for q in range(np.uint64(c0), np.uint64(c1)):
-        dst[v + q] = widen(xb[u + q * step], tag)
+        dst[v + q] = _term(xb[u + q * step], tag, zp)
 
 
 @njit(inline="always", **_OPTS)
@@ -1390,16 +1408,34 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     rank = outsz.shape[0]
     k = rank - 2
     olast, ncols = outsz[rank - 1], insz[rank - 1]
-    staged = is_half(tag)
+    staged = is_staged(xb, tag)
     nslot = nouter + 2
-    src, stag = _staged(xb, tag, nslot * ncols)
     sk, pk, dk = strd[k - 1], pad[k - 1], dil[k - 1]
+    nacc, width, padl = olast, ncols, 0
+    if staged:
+        # Staged rows are padded with zeros, which add nothing to a sum (exactly: a float
+        # sum from +0.0 is never -0.0), so every output reads every window offset: no
+        # edge outputs, and as many outputs as whole vectors (those past the row unused)
+        blk = 32 // acc_proto.itemsize
+        nacc = -(-olast // blk) * blk
+        padl = max(0, pk)
+        width = max(padl + ncols, (nacc - 1) * sk + (win[k - 1] - 1) * dk - pk + padl + 1)
+        jlo, jhi = np.zeros(jlo.shape[0], np.int64), np.full(jhi.shape[0], nacc, np.int64)
+    src, stag = _staged(xb, tag, nslot * width, acc_proto)
+    # each staged row's first slot to try, by input row (a division a row saved)
+    rpitch = max(1, abs(xs[rank - 2])) if rank > 2 else 1
+    okey = np.empty((otab.shape[0] if staged else 0, nouter), np.int64)
+    for pos in range(okey.shape[0]):
+        for t in range(ocnt[pos]):
+            okey[pos, t] = (otab[pos, t] // rpitch) % nslot
     xsk = 1 if staged else xs[rank - 1]
-    passes, npass, eo, est, erel, trio, olo, ohi = _sum_passes(jlo, jhi, olast, sk, pk, dk, xsk)
+    passes, npass, eo, est, erel, trio, olo, ohi = _sum_passes(jlo, jhi, nacc, sk, pk - padl,
+                                                               dk, xsk)
     nheld = nslot if staged else 0
     _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, tag,
               jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in, zp_out,
-              scale_out, quantized, qlo, qhi, src, stag, np.empty(olast, acc_proto.dtype),
+              scale_out, quantized, qlo, qhi, src, stag, width, padl, okey,
+              np.empty(nacc, acc_proto.dtype),
               np.empty(rank, np.int64), np.empty(nouter, np.int64),
               np.empty(nouter, np.int64), np.empty((3, k), np.int64),
               np.empty(nouter, np.int64), np.full(nheld, -1, np.int64),
@@ -1410,11 +1446,12 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
 @njit(**_OPTS)
 def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr,
               tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in,
-              zp_out, scale_out, quantized, qlo, qhi, src, stag, acc, coords, offs, flats,
-              scratch, rowb, held, stamp, passes, npass, eo, est, erel, trio, olo, ohi):
+              zp_out, scale_out, quantized, qlo, qhi, src, stag, width, padl, okey, acc, coords,
+              offs, flats, scratch, rowb, held, stamp, passes, npass, eo, est, erel, trio, olo,
+              ohi):
     """``_sum_rows``'s work, reading the sums' terms from ``src`` (the input, or its
-    float16 rows' float32 slots: ``nouter + 2`` rows of the last dimension's length), the
-    passes from ``_sum_passes``, the rest scratch."""
+    staged rows: ``nouter + 2`` slots of ``width``, a row's first element at ``padl``),
+    the passes from ``_sum_passes``, the rest scratch."""
     xb, xs, yb, ys, outsz, win = _b(xb), _b(xs), _b(yb), _b(ys), _b(outsz), _b(win)
     strd, pad, dil, pitch, wr, tag = _b(strd), _b(pad), _b(dil), _b(pitch), _b(wr), _b(tag)
     jlo, jhi, otab, ocnt, ytab, odiv = _b(jlo), _b(jhi), _b(otab), _b(ocnt), _b(ytab), _b(odiv)
@@ -1422,7 +1459,7 @@ def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     zp_out, scale_out, src, stag = _b(zp_out), _b(scale_out), _b(src), _b(stag)
     acc, coords, offs, flats, scratch = _b(acc), _b(coords), _b(offs), _b(flats), _b(scratch)
     rowb, held, stamp, passes, eo = _b(rowb), _b(held), _b(stamp), _b(passes), _b(eo)
-    est, erel = _b(est), _b(erel)
+    est, erel, okey = _b(est), _b(erel), _b(okey)
     rank = outsz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
@@ -1431,7 +1468,7 @@ def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     xsk, ysk = xs[rank - 1], ys[rank - 1]
     fqlo, fqhi = np.float32(qlo), np.float32(qhi)
     npos = ocnt.shape[0]
-    staged = is_half(tag)
+    staged = is_staged(xb, tag)
     nslot = nouter + 2
     rpitch = max(1, abs(xs[rank - 2])) if rank > 2 else 1
     ulo, uhi = np.uint64(olo), np.uint64(ohi)
@@ -1454,22 +1491,23 @@ def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
                 # the columns the row reads, converted, in a slot by input row: the next
                 # output row finds the rows it shares with this one there
                 at = xplane + orow[t]
-                slot = (at // rpitch) % nslot
+                slot = okey[pos, t] if okey.shape[0] > 0 else (at // rpitch) % nslot
                 while stamp[slot] == r and held[slot] != at:     # (taken in this row)
                     slot = (slot + 1) % nslot
                 stamp[slot] = r
                 if held[slot] != at:
-                    u, v = np.uint64(at), np.uint64(slot * ncols)
+                    u, v = np.uint64(at), np.uint64(slot * width + padl)
                     if xsk == 1:
-                        _convert(xb, u, np.uint64(1), src, v, c0, c1, tag)
+                        _convert(xb, u, np.uint64(1), src, v, c0, c1, tag, zp)
                     else:
-                        _convert(xb, u, np.uint64(xsk), src, v, c0, c1, tag)
+                        _convert(xb, u, np.uint64(xsk), src, v, c0, c1, tag, zp)
                     held[slot] = at
-                rowb[t] = slot * ncols
+                rowb[t] = slot * width
             else:
                 rowb[t] = xplane + orow[t]
+        # (staged quantized rows are less their zero point already)
         _row_sums(src, rowb, count, passes, npass, trio, eo, est, erel, ulo, uhi, ustep, stag,
-                  zp, acc)
+                  acc.dtype.type(0) if staged else zp, acc)
         yrow = yplane + ytab[pos]
         od = odiv[pos]
         # divisors as floats: the product of two exact factors, rounded once like the
