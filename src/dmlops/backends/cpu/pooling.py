@@ -1336,9 +1336,12 @@ def _requantize_row(acc, fdiv, fod, s_in, s_out, zq, qlo, qhi, yb, yrow, ysk, ol
 
 
 @njit(inline="always", **_OPTS)
-def _store_row(acc, yb, yrow, ysk, olast, tag):
+def _average_row(acc, fdiv, fod, yb, yrow, ysk, olast, tag):
+    """A row's averages: each sum over its divisor (a divisor of 0 gives +0.0)."""
     for o in range(np.uint64(olast)):
-        yb[yrow + o * ysk] = narrow(acc[o], tag, yb.dtype.type)
+        d = fod * fdiv[o]
+        v = acc[o] / d if d > 0 else acc.dtype.type(0)
+        yb[yrow + o * ysk] = narrow(v, tag, yb.dtype.type)
 
 
 @njit(inline="always", **_OPTS)
@@ -1521,14 +1524,10 @@ def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
             else:
                 _requantize_row(acc, fdiv, fod, s_in, s_out, fzq, fqlo, fqhi, yb,
                                 np.uint64(yrow), np.uint64(ysk), olast)
+        elif ysk == 1:
+            _average_row(acc, fdiv, fod, yb, np.uint64(yrow), np.uint64(1), olast, tag)
         else:
-            for o in range(olast):
-                d = fod * fdiv[o]
-                acc[o] = acc[o] / d if d > 0 else acc.dtype.type(0)
-            if ysk == 1:
-                _store_row(acc, yb, np.uint64(yrow), np.uint64(1), olast, tag)
-            else:
-                _store_row(acc, yb, np.uint64(yrow), np.uint64(ysk), olast, tag)
+            _average_row(acc, fdiv, fod, yb, np.uint64(yrow), np.uint64(ysk), olast, tag)
         pos, n, c = _next_row(pos, n, c, npos, outsz)
 
 
