@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
-from ._half import load, narrow, store, store_double, widen
+from ._half import load, narrow, store_double, widen
 from ._threads import parallel
 from .pooling import _out_range, _valid_range
 

@@ -1403,7 +1403,7 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
               zp_out, scale_out, quantized, qlo, qhi, acc_proto):
     """Rows [r0, r1) of ``sum_pool_kernel`` (one thread's task), the geometry from
     ``_row_table``: each row's window sums (``_row_sums``), then its averages or
-    requantized values. float16 rows are converted to float32 first (``_staged``)."""
+    requantized values. float16 and quantized rows are staged first (``_staged``)."""
     # The task's scratch reaches ``_sum_task`` as arguments, which it borrows (``_b``):
     # arrays allocated where they are used cost an atomic reference-count update or two
     # per row (measured: 45 % of the row loop's own time), and LLVM leaves the sum loops
@@ -1466,8 +1466,7 @@ def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     rank = outsz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
-    ncols = insz[rank - 1]
-    sk, pk, dk = strd[k - 1], pad[k - 1], dil[k - 1]
+    sk = strd[k - 1]
     xsk, ysk = xs[rank - 1], ys[rank - 1]
     fqlo, fqhi = np.float32(qlo), np.float32(qhi)
     npos = ocnt.shape[0]
