@@ -124,6 +124,11 @@ def hardware_float_to_half(typingctx, f):
 # A kernel receives its float16 data as uint16 and a ``tag`` array telling the two apart:
 # an empty bool array means "these uint16 are float16 bit patterns".
 
+
+def half_tag(tag) -> bool:
+    """Whether the Numba type ``tag`` marks float16 data (decided while typing)."""
+    return isinstance(tag, types.Array) and tag.dtype == types.boolean
+
 HALF = np.empty(0, np.bool_)
 PLAIN = np.empty(0, np.int8)
 
@@ -143,7 +148,7 @@ def load(v, tag):  # pragma: no cover - replaced by the overload inside kernels
 
 @overload(load)
 def _load(v, tag):
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+    if half_tag(tag):
         return lambda v, tag: half_to_float(v)
     return lambda v, tag: v
 
@@ -154,7 +159,7 @@ def store(v, tag, out_dtype):  # pragma: no cover
 
 @overload(store)
 def _store(v, tag, out_dtype):
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+    if half_tag(tag):
         return lambda v, tag, out_dtype: float_to_half(v)
     return lambda v, tag, out_dtype: out_dtype(v)
 
@@ -166,7 +171,7 @@ def widen(v, tag):  # pragma: no cover - replaced by the overload inside kernels
 @overload(widen)
 def _widen(v, tag):
     """``load`` for a value that only arithmetic uses (see the module docstring)."""
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+    if half_tag(tag):
         if HARDWARE_HALF:
             return lambda v, tag: hardware_half_to_float(v)
         return lambda v, tag: half_to_float(v)
@@ -180,7 +185,7 @@ def narrow(v, tag, out_dtype):  # pragma: no cover - replaced by the overload in
 @overload(narrow)
 def _narrow(v, tag, out_dtype):
     """``store`` for an arithmetic result (see the module docstring)."""
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+    if half_tag(tag):
         if HARDWARE_HALF:
             return lambda v, tag, out_dtype: hardware_float_to_half(np.float32(v))
         return lambda v, tag, out_dtype: float_to_half(v)
@@ -193,7 +198,7 @@ def store_double(v, tag, out_dtype):  # pragma: no cover - replaced by the overl
 
 @overload(store_double)
 def _store_double(v, tag, out_dtype):
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+    if half_tag(tag):
         return lambda v, tag, out_dtype: double_to_half(v)
     return lambda v, tag, out_dtype: out_dtype(v)
 
@@ -206,7 +211,7 @@ def value_array(n, buf, tag):  # pragma: no cover
 def _value_array(n, buf, tag):
     """Scratch for values as kernels compare them: float32 for float16 data, else the
     buffer's own type (so 64-bit integers compare exactly)."""
-    if isinstance(tag, types.Array) and tag.dtype == types.boolean:
+    if half_tag(tag):
         return lambda n, buf, tag: np.empty(n, np.float32)
     return lambda n, buf, tag: np.empty(n, buf.dtype)
 
@@ -218,5 +223,5 @@ def is_half(tag):  # pragma: no cover
 @overload(is_half)
 def _is_half(tag):
     """Whether ``tag`` marks float16 data, as a compile-time constant."""
-    half = isinstance(tag, types.Array) and tag.dtype == types.boolean
+    half = half_tag(tag)
     return lambda tag: half

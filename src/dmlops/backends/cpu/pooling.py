@@ -29,7 +29,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
-from ._half import is_half, load, narrow, store, value_array, widen
+from ._half import half_tag, is_half, load, narrow, store, value_array, widen
 from ._nrt import borrowed as _b
 from ._threads import parallel
 
@@ -1199,8 +1199,7 @@ def _term(v, tag, zp):  # pragma: no cover - replaced by the overload
 def _term_impl(v, tag, zp):
     """An input element as a summed term: quantized (integer data) ``x - zp`` in ``zp``'s
     type, else its value (float16 converted). Decided by type, so loops hold no branch."""
-    if isinstance(v, types.Integer) and not (isinstance(tag, types.Array)
-                                             and tag.dtype == types.boolean):
+    if isinstance(v, types.Integer) and not half_tag(tag):
         zt = getattr(np, str(zp))
         return lambda v, tag, zp: zt(v) - zp
     return lambda v, tag, zp: widen(v, tag)
@@ -1269,12 +1268,13 @@ def _staged_impl(xb, tag, n, acc):
     rows less their zero point in the accumulator's type, in zeroed scratch (``n`` values;
     each element converted once, not at every window offset that reads it); float rows
     where they are."""
-    if _stages(xb, tag):
+    if _stages(xb):
         return lambda xb, tag, n, acc: (np.zeros(n, acc.dtype), np.empty(0, np.int8))
     return lambda xb, tag, n, acc: (xb, tag)
 
 
-def _stages(xb, tag):
+def _stages(xb):
+    # integer buffers: float16 bit patterns and quantized data
     return isinstance(xb.dtype, types.Integer)
 
 
@@ -1285,7 +1285,7 @@ def is_staged(xb, tag):  # pragma: no cover - replaced by the overload
 @overload(is_staged)
 def _is_staged(xb, tag):
     """Whether the sums read staged rows (``_staged``), as a compile-time constant."""
-    staged = _stages(xb, tag)
+    staged = _stages(xb)
     return lambda xb, tag: staged
 
 
@@ -1346,6 +1346,7 @@ def _average_row(acc, fdiv, fod, yb, yrow, ysk, olast, tag):
 
 @njit(inline="always", **_OPTS)
 def _convert(xb, u, step, dst, v, c0, c1, tag, zp):
+    """Columns [c0, c1) of the row at ``u`` as terms (``_term``) into ``dst[v + q]``."""
     for q in range(np.uint64(c0), np.uint64(c1)):
         dst[v + q] = _term(xb[u + q * step], tag, zp)
 
@@ -1435,29 +1436,27 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     passes, npass, eo, est, erel, trio, olo, ohi = _sum_passes(jlo, jhi, nacc, sk, pk - padl,
                                                                dk, xsk)
     nheld = nslot if staged else 0
-    _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, tag,
-              jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in, zp_out,
-              scale_out, quantized, qlo, qhi, src, stag, width, padl, okey,
-              np.empty(nacc, acc_proto.dtype),
-              np.empty(rank, np.int64), np.empty(nouter, np.int64),
-              np.empty(nouter, np.int64), np.empty((3, k), np.int64),
-              np.empty(nouter, np.int64), np.full(nheld, -1, np.int64),
-              np.full(nheld, -1, np.int64), passes, npass, eo, est, erel,
-              trio, olo, ohi)
+    _sum_task(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, tag, c0,
+              c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in, zp_out, scale_out,
+              quantized, qlo, qhi, src, stag, width, padl, okey,
+              np.empty(nacc, acc_proto.dtype), np.empty(rank, np.int64),
+              np.empty(nouter, np.int64), np.empty(nouter, np.int64),
+              np.empty((3, k), np.int64), np.empty(nouter, np.int64),
+              np.full(nheld, -1, np.int64), np.full(nheld, -1, np.int64), passes, npass, eo,
+              est, erel, trio, olo, ohi)
 
 
 @njit(**_OPTS)
-def _sum_task(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr,
-              tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in,
-              zp_out, scale_out, quantized, qlo, qhi, src, stag, width, padl, okey, acc, coords,
-              offs, flats, scratch, rowb, held, stamp, passes, npass, eo, est, erel, trio, olo,
-              ohi):
+def _sum_task(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch, wr, tag, c0,
+              c1, nouter, otab, ocnt, ytab, odiv, fdiv, zp_in, scale_in, zp_out, scale_out,
+              quantized, qlo, qhi, src, stag, width, padl, okey, acc, coords, offs, flats,
+              scratch, rowb, held, stamp, passes, npass, eo, est, erel, trio, olo, ohi):
     """``_sum_rows``'s work, reading the sums' terms from ``src`` (the input, or its
     staged rows: ``nouter + 2`` slots of ``width``, a row's first element at ``padl``),
     the passes from ``_sum_passes``, the rest scratch."""
     xb, xs, yb, ys, outsz, win = _b(xb), _b(xs), _b(yb), _b(ys), _b(outsz), _b(win)
     strd, pad, dil, pitch, wr, tag = _b(strd), _b(pad), _b(dil), _b(pitch), _b(wr), _b(tag)
-    jlo, jhi, otab, ocnt, ytab, odiv = _b(jlo), _b(jhi), _b(otab), _b(ocnt), _b(ytab), _b(odiv)
+    otab, ocnt, ytab, odiv = _b(otab), _b(ocnt), _b(ytab), _b(odiv)
     fdiv, zp_in, scale_in = _b(fdiv), _b(zp_in), _b(scale_in)
     zp_out, scale_out, src, stag = _b(zp_out), _b(scale_out), _b(src), _b(stag)
     acc, coords, offs, flats, scratch = _b(acc), _b(coords), _b(offs), _b(flats), _b(scratch)
