@@ -190,6 +190,31 @@ def test_one_and_two_threads_agree(mode, shape, start, end, chunk):
         assert np.array_equal(O.bits(y), O.bits(want))
 
 
+@pytest.mark.parametrize("shares", [2, 3, 7, 10**9])
+@pytest.mark.parametrize("mode", [EDGE, REFLECTION, SYMMETRIC, WRAP])
+@pytest.mark.parametrize("chunk", [cpu.CHUNK, 4])
+def test_each_share_of_the_tasks_stands_alone(monkeypatch, shares, mode, chunk):
+    # A row may be copied from an earlier output row with the same input row, but only from
+    # the same share of the tasks: here the shares run last one first, over an output full of
+    # random bits, so a copy from another share's row would copy those bits.
+    x = random_bits(1, (2, 3, 5, 9), np.float32)
+    start, end = (0, 1, 12, 3), (1, 0, 9, 20)
+    out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
+    want = np.empty(out, np.float32)
+    ref.padding(x, want, start, mode, np.asarray(0, np.float32))
+
+    def backwards(task, n, *args, item_size):
+        cuts = sorted({n * i // min(shares, n) for i in range(min(shares, n) + 1)})
+        for lo, hi in reversed(list(zip(cuts, cuts[1:]))):
+            task(lo, hi, *args)
+
+    monkeypatch.setattr(cpu, "parallel", backwards)
+    monkeypatch.setattr(cpu, "CHUNK", chunk)
+    y = random_bits(2, out, np.float32)
+    cpu.padding(x, y, start, mode, np.asarray(0, np.float32))
+    assert np.array_equal(O.bits(y), O.bits(want))
+
+
 def test_empty():
     y = np.empty((0, 3), np.int8)
     cpu.padding(np.empty((0, 1), np.int8), y, (0, 1), CONSTANT, np.asarray(5, np.int8))

@@ -21,7 +21,11 @@ SYMMETRIC), MIRROR (their descending periods). The example above is REPEAT input
 0-1, COPY from input 0 for outputs 2-4, REPEAT input 2 for outputs 5-6. A pad several periods
 wide costs about what the interior costs per element. Where runs are short (a small input
 padded many times over), a loop per run costs more than a look-up per element, so neighbouring
-runs shorter than ``SHORT`` become one GATHER run that reads the map itself.
+runs shorter than ``SHORT`` become one GATHER run that reads the map itself. And a row whose
+input row an earlier row of the same task already wrote (every row of a pad, or of a pad
+wider than the input, repeats one) is copied from that earlier output row: a straight run
+instead of the runs (``_twins``). A thread writes only its own rows, so it never reads
+another's.
 
 Padding is a pure copy, so every element is the bits of one input element or of the value:
 the result is bitwise the reference's whatever the layout or the number of threads (each
@@ -85,10 +89,24 @@ def _plan(mode: int, in_sizes: tuple, start: tuple, out_sizes: tuple, order: tup
     outer = [_index_map(mode, in_sizes[d], start[d], out_sizes[d]) for d in order[:-1]]
     offsets = np.cumsum([0] + [m.size for m in outer]).astype(np.int64)
     maps = np.concatenate(outer + [np.empty(0, np.int64)])
-    maps.flags.writeable = False
-    offsets.flags.writeable = False
+    twins = _twins(outer[-1]) if outer else np.zeros(1, np.int64)
+    for a in (maps, offsets, twins):
+        a.flags.writeable = False
     last = order[-1]
-    return (maps, offsets) + _runs(mode, in_sizes[last], start[last], out_sizes[last], short)
+    runs = _runs(mode, in_sizes[last], start[last], out_sizes[last], short)
+    return (maps, offsets, twins) + runs
+
+
+def _twins(index: np.ndarray) -> np.ndarray:
+    """How far back the nearest earlier coordinate with the same input coordinate is (0:
+    none, or the padding value). ``[2, 1, 0, 1, 2, 1]`` gives ``[0, 0, 0, 2, 4, 2]``."""
+    twins = np.zeros(index.size, np.int64)
+    last = {}
+    for o, i in enumerate(index.tolist()):
+        if i >= 0:
+            twins[o] = o - last.get(i, o)
+            last[i] = o
+    return twins
 
 
 def _pieces(mode: int, n: int):
@@ -136,19 +154,19 @@ def _runs(mode: int, n: int, start: int, out_size: int, short: int):
     return runs
 
 
-def _pad(xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first, kind, source, lookup,
-         value, chunk):
+def _pad(xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, twins, first, kind, source,
+         lookup, value, chunk):
     """Fill ``ybuf`` (offset ``yoff``, strides ``ystr``, shape ``yshape``) from ``xbuf``,
     the tasks (``_pad_tasks``) shared out among threads."""
     n_last = int(yshape[-1])
     tasks = int(np.prod(yshape[:-1])) * -(-n_last // chunk)
-    parallel(_pad_tasks, tasks, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first,
-             kind, source, lookup, value, chunk, item_size=min(chunk, n_last))
+    parallel(_pad_tasks, tasks, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, twins,
+             first, kind, source, lookup, value, chunk, item_size=min(chunk, n_last))
 
 
 @njit(cache=True, nogil=True)
-def _pad_tasks(t0, t1, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, first, kind,
-               source, lookup, value, chunk):
+def _pad_tasks(t0, t1, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, twins, first,
+               kind, source, lookup, value, chunk):
     """Tasks [t0, t1) of ``_pad``: fill ``ybuf`` (offset ``yoff``, strides ``ystr``, shape
     ``yshape``) from ``xbuf``.
 
@@ -166,27 +184,51 @@ def _pad_tasks(t0, t1, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, f
     xs = xstr[last]
     ys = ystr[last]
     v = value[0]
+    # The output coordinates of the first task's row, then counted up row by row: a division
+    # per dimension and row costs more than a short row's copy.
+    co = np.zeros(max(last, 1), np.int64)
+    r = t0 // chunks
+    c = t0 - r * chunks
+    for d in range(last - 1, -1, -1):
+        co[d] = r % yshape[d]
+        r //= yshape[d]
     for task in range(t0, t1):
-        row = np.int64(task)
-        c0 = 0
-        if chunks > 1:                   # (a division per row costs more than a branch)
-            row = task // chunks
-            c0 = (task - row * chunks) * chunk
+        if task > t0:
+            c += 1
+            if c == chunks:
+                c = 0
+                d = last - 1
+                while d >= 0:
+                    co[d] += 1
+                    if co[d] < yshape[d]:
+                        break
+                    co[d] = 0
+                    d -= 1
+        c0 = c * chunk
         c1 = min(c0 + chunk, n_last)
         xp = xoff
         yp = yoff
         padded_row = False
-        r = row
-        for d in range(last - 1, -1, -1):
-            size = yshape[d]
-            o = r % size
-            r //= size
-            i = maps[moff[d] + o]
+        for d in range(last):
+            i = maps[moff[d] + co[d]]
             if i < 0:
                 padded_row = True
             else:
                 xp += i * xstr[d]
-            yp += o * ystr[d]
+            yp += co[d] * ystr[d]
+        if last > 0 and not padded_row:
+            # An earlier row of this task with the same input row: copy it, a straight run,
+            # instead of re-reading the input through the runs (a gather where they are short).
+            back = twins[co[last - 1]]
+            if back > 0 and task - back * chunks >= t0:
+                yq = yp - back * ystr[last - 1]
+                if ys == 1:
+                    for o in range(c0, c1):
+                        ybuf[U(yp + o)] = ybuf[U(yq + o)]
+                else:
+                    for o in range(c0, c1):
+                        ybuf[U(yp + o * ys)] = ybuf[U(yq + o * ys)]
+                continue
         if padded_row:
             for o in range(c0, c1):
                 ybuf[U(yp + o * ys)] = v
