@@ -1065,15 +1065,31 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
                 # (unsigned: no checks for negative indices; a negative step wraps back)
                 ui, uisk = np.uint64(irow), np.uint64(ist[rank - 1])
                 cs, cj = sk * plast, dk * plast
-                for o in range(olast):
-                    at = ui + np.uint64(o) * uisk
-                    _put(ib, at, rf[np.uint64(bt[o])] + o * cs + bj[o] * cj)
+                rstep = pitch[rank - 2] if ne == 1 else 0
+                if ib[1].shape[0] > 0:          # (the width's test out of the loop)
+                    _flat_index_row(ib[1], ui, uisk, olast, rf, rstep, bt, bj, cs, cj)
+                else:
+                    _flat_index_row(ib[0], ui, uisk, olast, rf, rstep, bt, bj, cs, cj)
             for j in range(nones.shape[0]):
                 yb[yrow + nones[j] * ys[rank - 1]] = empty_value
                 if hj is not None:
                     _put(ib, irow + nones[j] * ist[rank - 1], empty_index)
         r += nb
     return r1, r1
+
+
+@njit(inline="always", **_OPTS)
+def _flat_index_row(ib, ui, uisk, olast, rf, rstep, bt, bj, cs, cj):
+    """A row's indices from ``_flat_rows``'s winners: window row ``bt[o]`` starts at flat
+    index ``rf[bt[o]]``, which is ``rf[0] + bt[o] * rstep`` where the rows are evenly spaced
+    (``rstep`` not 0): arithmetic instead of a look-up, so that the loop vectorises."""
+    if rstep != 0 and uisk == 1:
+        r0 = rf[0]
+        for o in range(np.uint64(olast)):
+            ib[ui + o] = r0 + bt[o] * rstep + np.int64(o) * cs + bj[o] * cj
+    else:
+        for o in range(olast):
+            ib[ui + np.uint64(o) * uisk] = rf[np.uint64(bt[o])] + o * cs + bj[o] * cj
 
 
 @njit(inline="always", **_OPTS)
@@ -1595,6 +1611,7 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
         dyplane = dyo + n * dys[0] + c * dys[1]
         for i in range(in_plane):
             acc[i] = 0
+        # (unsigned indices here: no checks for negative ones, and the loops vectorise)
         q = 0
         for pos in range(npos):
             udy = np.uint64(dyplane + dytab[pos])
@@ -1602,11 +1619,12 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
                 e = np.int64(ib[1][q]) if wide else np.int64(ib[0][q])
                 q += 1
                 if e != gone:
-                    acc[e - pbase] += load(dyb[udy + np.uint64(o) * udysk], tag)
+                    acc[np.uint64(e - pbase)] += load(dyb[udy + np.uint64(o) * udysk], tag)
         first = p * in_plane
         if dx_packed:
-            for i in range(in_plane):
-                dxb[dxo + first + i] = store(acc[i], tag, dxb.dtype.type)
+            udx = np.uint64(dxo + first)
+            for i in range(np.uint64(in_plane)):
+                dxb[udx + i] = store(acc[i], tag, dxb.dtype.type)
             continue
         for i in range(in_plane):
             rest = first + i
