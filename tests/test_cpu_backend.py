@@ -555,6 +555,32 @@ def test_max_values_flat_runs(c, dtype, flat, odd, seed, indices):
         assert _same(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("window, strides", [((3, 3), 2), ((2, 2), 2), ((3, 3), 1)])
+@pytest.mark.parametrize("nan", [None, 1, -1])
+def test_max_flat_runs_see_signed_zeros_and_nans(dtype, window, strides, nan):
+    """Windows whose largest values are −0.0 and +0.0 in either order (equal: the first
+    wins, SPEC 3.4), well inside rows that go the flat way, and NaNs of either sign there:
+    the flat loops must notice them (−0.0 per element, NaNs from the range of the keys)
+    and hand the block to the tie-tracking way. Bits and indices as the reference's."""
+    rng = np.random.default_rng(7)
+    # (no −0.0 with the NaNs: either alone must send its block the other way; NaNs of two
+    # payloads, so that the larger key is not the first NaN)
+    nans = np.array([0x7FC00000, 0x7FE00000], np.uint32) | (0x80000000 if nan == -1 else 0)
+    values = [-0.0, 0.0, -1.0] if nan is None else [1.0, -1.0, *nans.view(np.float32)]
+    p = [0.2, 0.2, 0.6] if nan is None else [0.2, 0.78, 0.01, 0.01]
+    x = rng.choice(np.array(values, dtype), (2, 3, 24, 48), p=p)
+    x[..., :3] = x[..., -3:] = -1      # none in the columns done one by one (the rows' edges)
+    kw = dict(strides=strides, start_padding=1, end_padding=1)
+    for indices in (False, True):
+        got = dml.max_pooling(x, window, backend="cpu", output_indices=indices, **kw)
+        want = dml.max_pooling(x, window, backend="reference", output_indices=indices, **kw)
+        if indices:
+            assert _same(got[0], want[0]) and np.array_equal(got[1], want[1])
+        else:
+            assert _same(got, want)
+
+
 @pytest.mark.parametrize("window", [(2, 130), (130, 3), (9, 5)])
 def test_max_indices_beyond_tracked_positions(window):
     """Tracked positions are numbered in the key type: int8 keys number 127 at most, so a

@@ -407,6 +407,36 @@ def _odd_impl(k, kspec):
     return lambda k, kspec: (k == neg) | (k > hi) | (k < lo)
 
 
+def _negzero(k, kspec):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_negzero)
+def _negzero_impl(k, kspec):
+    """Whether key ``k`` is −0.0's (−1)."""
+    if isinstance(kspec, types.NoneType):
+        return lambda k, kspec: False
+    neg = getattr(np, f"int{k.bitwidth}")(-1)
+    return lambda k, kspec: k == neg
+
+
+def _nans(hi, lo, kspec):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_nans)
+def _nans_impl(hi, lo, kspec):
+    """Whether keys between ``lo`` and ``hi`` (the largest and smallest of some) hold a
+    NaN's: with ``_negzero``, ``_odd`` of each of them, from two reductions instead of two
+    comparisons an element."""
+    if isinstance(kspec, types.NoneType):
+        return lambda hi, lo, kspec: False
+    kt = getattr(np, f"int{hi.bitwidth}")
+    inf = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}[hi.bitwidth]
+    top, bottom = kt(inf), kt(-inf - 1)
+    return lambda hi, lo, kspec: (hi > top) | (lo < bottom)
+
+
 @njit(inline="always", **_OPTS)
 def _keep(hk, hj, ht, i, v, j, t, first):
     """``hk[i] = v`` (``first``) or the larger of them; with positions tracked (``hj``, and
@@ -801,7 +831,10 @@ def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first, hj, j0, j1, j2):
     where tracked: ``_keep``), for ``g`` in [g0, g1); whether one of them is −0.0 or a NaN.
     (Constant steps and distances let the loads of neighbouring ``g`` become whole vectors,
     deinterleaved in registers. A None ``hj`` prunes the tracking code at compile time.)"""
-    odd = False
+    # whether a key is odd (``_odd``): −0.0 per element, NaNs from the keys' range
+    neg = False
+    hi = _key(xi[base + g0 * step], kspec)
+    lo = hi
     if hj is not None:
         for g in range(g0, g1):
             a = _key(xi[base + g * step], kspec)
@@ -810,22 +843,27 @@ def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first, hj, j0, j1, j2):
             j = j1 if b > a else j0
             v = max(a, b)
             _keep(hk, hj, None, g, max(v, c), j2 if c > v else j, j0, first)
-            odd |= _odd(a, kspec) | _odd(b, kspec) | _odd(c, kspec)
+            hi, lo = max(hi, max(v, c)), min(lo, min(min(a, b), c))
+            neg |= _negzero(a, kspec) | _negzero(b, kspec) | _negzero(c, kspec)
     elif first:
         for g in range(g0, g1):
             a = _key(xi[base + g * step], kspec)
             b = _key(xi[base + g * step + d1], kspec)
             c = _key(xi[base + g * step + d2], kspec)
-            hk[g] = max(max(a, b), c)
-            odd |= _odd(a, kspec) | _odd(b, kspec) | _odd(c, kspec)
+            v = max(max(a, b), c)
+            hk[g] = v
+            hi, lo = max(hi, v), min(lo, min(min(a, b), c))
+            neg |= _negzero(a, kspec) | _negzero(b, kspec) | _negzero(c, kspec)
     else:
         for g in range(g0, g1):
             a = _key(xi[base + g * step], kspec)
             b = _key(xi[base + g * step + d1], kspec)
             c = _key(xi[base + g * step + d2], kspec)
-            hk[g] = max(hk[g], max(max(a, b), c))
-            odd |= _odd(a, kspec) | _odd(b, kspec) | _odd(c, kspec)
-    return odd
+            v = max(max(a, b), c)
+            hk[g] = max(hk[g], v)
+            hi, lo = max(hi, v), min(lo, min(min(a, b), c))
+            neg |= _negzero(a, kspec) | _negzero(b, kspec) | _negzero(c, kspec)
+    return neg | _nans(hi, lo, kspec)
 
 
 @njit(**_OPTS)
