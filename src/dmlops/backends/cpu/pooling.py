@@ -72,6 +72,19 @@ def _decode(r, sizes, first, last, coords):
         r //= sizes[d]
 
 
+@njit(inline="always", **_OPTS)
+def _advance(coords, sizes, first, last):
+    """``coords[first:last]`` of the next row (``_decode``'s of ``r + 1``), without a
+    division."""
+    d = last - 1
+    while d >= first:
+        coords[d] += 1
+        if coords[d] < sizes[d]:
+            return
+        coords[d] = 0
+        d -= 1
+
+
 @njit(**_OPTS)
 def _window_ranges(insz, outsz, win, strd, pad, dil):
     """``wr[0, i, o], wr[1, i, o]``: the window offsets [lo, hi) of output ``o`` along
@@ -1131,8 +1144,20 @@ def _flat_index_row(ib, ui, uisk, olast, rf, rstep, bt, bj, cs, cj):
 
 
 @njit(inline="always", **_OPTS)
-def _index_row(ib, ui, uisk, olast, frow, flats, bt, bj, w, sk, dk, pk, plast):
-    """A row's indices from ``_max_row``'s winners (``bt``/``bj`` row ``w``)."""
+def _index_row(ib, ui, uisk, olast, frow, flats, count, bt, bj, w, sk, dk, pk, plast):
+    """A row's indices from ``_max_row``'s winners (``bt``/``bj`` row ``w``). Where they
+    are contiguous and the outer elements few, the outer element's part is added in one
+    pass per element (selects that vectorise) rather than looked up per index."""
+    if uisk == 1 and count <= 16:
+        f0 = frow + flats[0]
+        for o in range(np.uint64(olast)):
+            ib[ui + o] = f0 + (np.int64(o) * sk + bj[w, o] * dk - pk) * plast
+        for t in range(1, count):
+            d, t32 = flats[t] - flats[0], np.int32(t)
+            for o in range(np.uint64(olast)):
+                e = ib[ui + o]
+                ib[ui + o] = e + d if bt[w, o] == t32 else e
+        return
     for o in range(olast):
         xk = o * sk + bj[w, o] * dk - pk
         ib[ui + np.uint64(o) * uisk] = frow + flats[bt[w, o]] + xk * plast
@@ -1153,8 +1178,10 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     xsk, ysk, isk, plast = xs[rank - 1], ys[rank - 1], ist[rank - 1], pitch[rank - 1]
     # float16 outputs are copied from the input (converting back would be slower)
     reread = is_half(tag)
+    _decode(r0, outsz, 0, rank - 1, coords)
     for r in range(r0, r1):
-        _decode(r, outsz, 0, rank - 1, coords)
+        if r > r0:
+            _advance(coords, outsz, 0, rank - 1)
         xrow = xo + coords[0] * xs[0] + coords[1] * xs[1]
         frow = coords[0] * pitch[0] + coords[1] * pitch[1]
         count = _outer(coords, wr, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
@@ -1187,9 +1214,11 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
             # (unsigned: no checks for negative indices; a negative step wraps back)
             ui, uisk = np.uint64(irow), np.uint64(isk)
             if ib[1].shape[0] > 0:          # (the width's test out of the loop)
-                _index_row(ib[1], ui, uisk, olast, frow, flats, bt, bj, w, sk, dk, pk, plast)
+                _index_row(ib[1], ui, uisk, olast, frow, flats, count, bt, bj, w, sk, dk, pk,
+                           plast)
             else:
-                _index_row(ib[0], ui, uisk, olast, frow, flats, bt, bj, w, sk, dk, pk, plast)
+                _index_row(ib[0], ui, uisk, olast, frow, flats, count, bt, bj, w, sk, dk, pk,
+                           plast)
         for i in range(nones.shape[0]):     # windows of padding and phantom positions only
             o = nones[i]
             if want_values:
