@@ -310,6 +310,50 @@ def test_max_pooling_grad_bitwise(c):
     assert _same(got, want)
 
 
+@settings(max_examples=30)
+@given(c=cases(FLOATS))
+def test_max_pooling_grad_streamed_bitwise(c):
+    """Where dx is large, its planes are written with streaming stores (``_stream``): here
+    for every size (``BIG`` 0), packed or strided dx, planes of any length (so runs start
+    and end anywhere in a vector)."""
+    from dmlops.backends.cpu import pooling
+
+    x, window, kw, out, rng = c
+    dy = rng.standard_normal(x.shape[:2] + out).astype(x.dtype)
+    want = dml.max_pooling_grad(x, dy, window, backend="reference", **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pooling, "BIG", 0)
+        got = dml.max_pooling_grad(x, dy, window, backend="cpu", **kw)
+        big = np.full((2,) + x.shape, np.nan, x.dtype)
+        dml.max_pooling_grad(x, dy, window, backend="cpu", out=big[1], **kw)
+    assert _same(got, want) and _same(big[1], want)
+    assert np.isnan(big[0]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint16, np.uint8])
+def test_stream_copy_any_alignment(dtype):
+    """Runs copied with streaming stores: any start (aligned to the vector or not), any
+    length around the streaming threshold; nothing outside the run written."""
+    from numba import njit
+
+    from dmlops.backends.cpu._stream import LONG, fence, stream_copy
+
+    @njit
+    def copy(dst, d0, src, s0, n, stream):
+        stream_copy(dst, d0, src, s0, n, stream)
+        fence()
+
+    src = np.arange(3000).astype(dtype)
+    for d0 in range(0, 40, 3):
+        for n in (0, 5, LONG - 1, LONG, LONG + 7, 1001):
+            for stream in (False, True):
+                dst = np.zeros(3000, dtype)
+                copy(dst, d0, src, 7, n, stream)
+                want = np.zeros(3000, dtype)
+                want[d0:d0 + n] = src[7:7 + n]
+                assert np.array_equal(dst, want), (d0, n, stream)
+
+
 @settings(max_examples=100)
 @given(c=cases([np.int8, np.uint8]), dout=st.sampled_from([np.int8, np.uint8]),
        per_channel=st.booleans(), incl=st.booleans())

@@ -31,6 +31,7 @@ from numba.extending import overload
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
 from ._half import half_tag, is_half, load, narrow, store, value_array, widen
 from ._nrt import borrowed as _b
+from ._stream import BIG, fence, stream_copy
 from ._threads import parallel
 
 _OPTS = dict(cache=True, nogil=True)
@@ -1645,16 +1646,36 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
              zp_out, scale_out, quantized, qlo, qhi, acc_proto, item_size=outsz[-1])
 
 
+def _store_sums(dxb, at, acc, n, tag, stream):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_store_sums)
+def _store_sums_impl(dxb, at, acc, n, tag, stream):
+    """``dxb[at:at + n]`` = the sums ``acc[:n]`` in ``dxb``'s type: streamed where asked and
+    the types are the same (a plane of the gradient is written once and not read back),
+    else converted one by one."""
+    if dxb.dtype == acc.dtype:
+        return lambda dxb, at, acc, n, tag, stream: stream_copy(dxb, at, acc, 0, n, stream)
+
+    def convert(dxb, at, acc, n, tag, stream):
+        udx = np.uint64(at)
+        for i in range(np.uint64(n)):
+            dxb[udx + i] = store(acc[i], tag, dxb.dtype.type)
+    return convert
+
+
 @njit(**_OPTS)
 def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, win, strd, pad,
                  dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, nones,
                  c0, c1, nouter, wr, xi, kspec, kmin, otab, ocnt, ytab, flat, track, empty_value,
-                 empty_index, wide, gone, ysc, at, no, yes):
+                 empty_index, wide, gone, ysc, at, no, yes, stream):
     """Planes [p0, p1) of ``max_grad_kernel`` (one thread's task): a plane's argmaxes as max
     pooling finds them (``_max_rows``, into a plane of scratch indices laid out by ``ysc``
     from offset ``at``), then its gradient added to them in ascending output order. (``at``
     0, ``no`` False and ``yes`` True come as arguments, not literals, so that the rows
-    compiled for max pooling serve here.)"""
+    compiled for max pooling serve here. ``stream``: a large ``dx`` is written with
+    streaming stores, ``_stream``.)"""
     xb, xs, insz, pitch, dyb, dys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(dyb), _b(dys)
     outsz, dxb, dxs, dxsz, tag, dytab = _b(outsz), _b(dxb), _b(dxs), _b(dxsz), _b(tag), _b(dytab)
     rank = insz.shape[0]
@@ -1689,9 +1710,7 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
                     acc[np.uint64(e - pbase)] += load(dyb[udy + np.uint64(o) * udysk], tag)
         first = p * in_plane
         if dx_packed:
-            udx = np.uint64(dxo + first)
-            for i in range(np.uint64(in_plane)):
-                dxb[udx + i] = store(acc[i], tag, dxb.dtype.type)
+            _store_sums(dxb, dxo + first, acc, in_plane, tag, stream)
             continue
         for i in range(in_plane):
             rest = first + i
@@ -1700,6 +1719,7 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
                 e += (rest % dxsz[d]) * dxs[d]
                 rest //= dxsz[d]
             dxb[e] = store(acc[i], tag, dxb.dtype.type)
+    fence()                     # (the streamed stores of _store_sums)
 
 
 def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pad, dil,
@@ -1737,4 +1757,5 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
              dytab, outsz, win, strd, pad, dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed,
              jlo, jhi, jfirst, nones, c0, c1, nouter, wr, xi, kspec, kmin, otab, ocnt, ytab,
              flat, track, empty_value, EMPTY_INDEX, wide, gone, ysc, 0, False, True,
+             bool(dx_packed and np.prod(dxsz, dtype=np.float64) * dxb.itemsize >= BIG),
              item_size=np.prod(insz[2:]))
