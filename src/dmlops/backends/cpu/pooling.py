@@ -406,21 +406,6 @@ def _key_impl(b, kspec):
     return lambda b, kspec: kt(b ^ ((b >> sh) & mx))
 
 
-def _odd(k, kspec):  # pragma: no cover - replaced by the overload
-    raise NotImplementedError
-
-
-@overload(_odd)
-def _odd_impl(k, kspec):
-    """Whether key ``k`` is −0.0's (−1) or a NaN's (beyond ±∞'s keys)."""
-    if isinstance(kspec, types.NoneType):
-        return lambda k, kspec: False
-    kt = getattr(np, f"int{k.bitwidth}")
-    inf = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}[k.bitwidth]
-    hi, lo, neg = kt(inf), kt(-inf - 1), kt(-1)
-    return lambda k, kspec: (k == neg) | (k > hi) | (k < lo)
-
-
 def _negzero(k, kspec):  # pragma: no cover - replaced by the overload
     raise NotImplementedError
 
@@ -441,14 +426,20 @@ def _nans(hi, lo, kspec):  # pragma: no cover - replaced by the overload
 @overload(_nans)
 def _nans_impl(hi, lo, kspec):
     """Whether keys between ``lo`` and ``hi`` (the largest and smallest of some) hold a
-    NaN's: with ``_negzero``, ``_odd`` of each of them, from two reductions instead of two
-    comparisons an element."""
+    NaN's (beyond ±∞'s keys): with ``_negzero``, ``_odd`` of each of them, from two
+    reductions instead of two comparisons an element."""
     if isinstance(kspec, types.NoneType):
         return lambda hi, lo, kspec: False
     kt = getattr(np, f"int{hi.bitwidth}")
     inf = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}[hi.bitwidth]
     top, bottom = kt(inf), kt(-inf - 1)
     return lambda hi, lo, kspec: (hi > top) | (lo < bottom)
+
+
+@njit(inline="always", **_OPTS)
+def _odd(k, kspec):
+    """Whether key ``k`` is −0.0's (−1) or a NaN's (beyond ±∞'s keys)."""
+    return _negzero(k, kspec) | _nans(k, k, kspec)
 
 
 @njit(inline="always", **_OPTS)
