@@ -129,6 +129,7 @@ def half_tag(tag) -> bool:
     """Whether the Numba type ``tag`` marks float16 data (decided while typing)."""
     return isinstance(tag, types.Array) and tag.dtype == types.boolean
 
+
 HALF = np.empty(0, np.bool_)
 PLAIN = np.empty(0, np.int8)
 

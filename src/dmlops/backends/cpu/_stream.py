@@ -81,7 +81,7 @@ def _item(a):  # pragma: no cover - replaced by the overload
 def _item_impl(a):
     """``a.itemsize`` as a constant (the attribute is read at run time, and divisions by it
     would be real ones)."""
-    size = np.dtype(str(a.dtype)).itemsize if str(a.dtype) != "bool" else 1
+    size = a.dtype.bitwidth // 8
     return lambda a: size
 
 
@@ -94,7 +94,7 @@ def stream_copy(dst, d0, src, s0, n, stream):
     lanes = VECTOR // item
     i = 0
     u, v = np.uint64(d0), np.uint64(s0)
-    if stream and n >= LONG and (dst.ctypes.data + d0 * item) % item == 0:
+    if stream and n >= LONG and dst.ctypes.data % item == 0:
         head = ((VECTOR - (dst.ctypes.data + d0 * item) % VECTOR) % VECTOR) // item
         for k in range(np.uint64(head)):
             dst[u + k] = src[v + k]

@@ -13,20 +13,12 @@ import numpy as np
 from numba import njit
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
+from ._coords import decode as _decode
 from ._half import load, narrow, store_double, widen
 from ._threads import parallel
 from .pooling import _out_range, _valid_range
 
 _OPTS = dict(cache=True, nogil=True)
-
-
-@njit(**_OPTS)
-def _decode(r, sizes, first, last, coords):
-    """``r`` -> ``coords[first:last]`` over ``sizes`` (row-major)."""
-    rest = np.int64(r)
-    for d in range(last - 1, first - 1, -1):
-        coords[d] = rest % sizes[d]
-        rest //= sizes[d]
 
 
 @njit(inline="always", **_OPTS)
@@ -356,7 +348,7 @@ def roi_kernel(xb, xo, xs, regions, yb, yo, ys, outsz, h, w, tag):
 def _roi_pairs(i0, i1, xb, xo, xs, regions, yb, yo, ys, outsz, h, w, tag):
     """(Region, channel) pairs [i0, i1): each bin's maximum by SPEC 3.4's rules (the first
     maximum, the first NaN), its bits copied; an empty bin gives 0."""
-    nroi, c, ph_n, pw_n = outsz[0], outsz[1], outsz[2], outsz[3]
+    c, ph_n, pw_n = outsz[1], outsz[2], outsz[3]
     for rc in range(i0, i1):
         r = rc // c
         ch = rc % c

@@ -44,6 +44,7 @@ from numba import uint64 as U
 
 from . import _cache  # noqa: F401  (routes the on-disk cache before any kernel is defined)
 from ._buffers import bits, flat, ints
+from ._coords import advance, decode
 from ._threads import parallel
 
 CONSTANT, EDGE, REFLECTION, SYMMETRIC, WRAP = range(5)
@@ -189,21 +190,13 @@ def _pad_tasks(t0, t1, xbuf, xoff, xstr, ybuf, yoff, ystr, yshape, maps, moff, t
     co = np.zeros(max(last, 1), np.int64)
     r = t0 // chunks
     c = t0 - r * chunks
-    for d in range(last - 1, -1, -1):
-        co[d] = r % yshape[d]
-        r //= yshape[d]
+    decode(r, yshape, 0, last, co)
     for task in range(t0, t1):
         if task > t0:
             c += 1
             if c == chunks:
                 c = 0
-                d = last - 1
-                while d >= 0:
-                    co[d] += 1
-                    if co[d] < yshape[d]:
-                        break
-                    co[d] = 0
-                    d -= 1
+                advance(co, yshape, 0, last)
         c0 = c * chunk
         c1 = min(c0 + chunk, n_last)
         xp = xoff

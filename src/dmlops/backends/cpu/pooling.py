@@ -29,6 +29,8 @@ from numba import njit, types
 from numba.extending import overload
 
 from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache directory)
+from ._coords import advance as _advance
+from ._coords import decode as _decode
 from ._half import half_tag, is_half, load, narrow, store, value_array, widen
 from ._nrt import borrowed as _b
 from ._stream import BIG, fence, stream_copy
@@ -63,27 +65,6 @@ def _out_range(j, size, out_size, stride, pad, dilation):
         return 0, 0
     hi = min(out_size, (size - 1 - shift) // stride + 1)
     return lo, max(hi, lo)
-
-
-@njit(inline="always", **_OPTS)
-def _decode(r, sizes, first, last, coords):
-    """Row number ``r`` -> ``coords[first:last]`` over ``sizes`` (row-major)."""
-    for d in range(last - 1, first - 1, -1):
-        coords[d] = r % sizes[d]
-        r //= sizes[d]
-
-
-@njit(inline="always", **_OPTS)
-def _advance(coords, sizes, first, last):
-    """``coords[first:last]`` of the next row (``_decode``'s of ``r + 1``), without a
-    division."""
-    d = last - 1
-    while d >= first:
-        coords[d] += 1
-        if coords[d] < sizes[d]:
-            return
-        coords[d] = 0
-        d -= 1
 
 
 @njit(**_OPTS)
