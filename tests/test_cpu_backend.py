@@ -625,6 +625,52 @@ def test_max_flat_runs_see_signed_zeros_and_nans(dtype, window, strides, nan):
             assert _same(got, want)
 
 
+def _cl(a):
+    """``a`` with channels-last memory (the same values)."""
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8])
+@pytest.mark.parametrize("channels", [5, 64, 70])
+@pytest.mark.parametrize("window", [(2, 2), (2, 3), (3, 3), (4, 4)])
+def test_max_whole_windows_channels_last(dtype, channels, window):
+    """Channels-last data runs each output row (its channels) as the element-wise best of
+    whole window elements, three at a time: a later element wins only where greater, so
+    the first of −0.0 and +0.0 stays; a NaN wins over a non-NaN, the first of two NaNs
+    stays (values alone: the row goes the tie-tracking way). Bits and indices as the
+    reference's, for output rows shorter and longer than a pass's 64 outputs (and not a
+    multiple of it), windows of 4, 6, 9 and 16 elements, padding (fewer), and channels-last
+    and packed outputs, whose steps differ."""
+    rng = np.random.default_rng(channels)
+    shape = (2, channels, 9, 10)
+    if dtype == np.int8:
+        x = rng.integers(-128, 128, shape).astype(dtype)
+    else:
+        nans = np.array([0x7FC00000, 0x7FE00000, 0xFFC00001], np.uint32).view(np.float32)
+        x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, *nans], dtype), shape,
+                       p=[0.3, 0.3, 0.2, 0.18, 0.01, 0.005, 0.005])
+    x = _cl(x)
+    kw = dict(strides=(2, 1), start_padding=1, end_padding=(1, 2))
+    sizes = dml.pooling_output_sizes(shape, window, **kw)
+    for idt in (None, np.uint32, np.int64):
+        want = dml.max_pooling(x, window, backend="reference", output_indices=idt is not None,
+                               indices_dtype=idt or np.uint32, **kw)
+        outs = [None, _cl(np.empty(sizes, dtype))]
+        for out in outs:
+            if idt is None:
+                assert _same(dml.max_pooling(x, window, backend="cpu", out=out, **kw), want)
+                continue
+            pair = None if out is None else (out, _cl(np.empty(sizes, idt)))
+            got = dml.max_pooling(x, window, backend="cpu", output_indices=True,
+                                  indices_dtype=idt, out=pair, **kw)
+            assert _same(np.ascontiguousarray(got[0]), want[0])
+            assert _same(np.ascontiguousarray(got[1]), want[1])
+    if dtype != np.int8:
+        dy = rng.standard_normal(sizes).astype(dtype)
+        assert _same(dml.max_pooling_grad(x, dy, window, backend="cpu", **kw),
+                     dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
+
+
 @pytest.mark.parametrize("window", [(2, 130), (130, 3), (9, 5)])
 def test_max_indices_beyond_tracked_positions(window):
     """Tracked positions are numbered in the key type: int8 keys number 127 at most, so a

@@ -15,7 +15,9 @@ Rows are short (tens of outputs), so what a row costs besides its loops matters:
 get borrowed arrays (``_nrt``), whose reference counts the threads do not fight over, and
 max pooling compares integer keys: where the input's rows are evenly spaced, whole blocks
 of rows along the last dimension in one loop (``_flat_rows``, indices too, and the gradient's
-argmaxes), else, for values alone, row by row, columns first (``_keys_row``). Sums keep
+argmaxes), else, for values alone, row by row, columns first (``_keys_row``). With a unit
+window along a contiguous last dimension (channels-last data), a row is the element-wise
+best of whole input rows, compared as stored (``_whole_rows``, indices too). Sums keep
 their order (SPEC 5): a pass adds up to three window offsets of a row, or three outer
 elements' worth of them, to each output in turn (``_row_sums``). float16 and quantized rows
 are staged first, each input row once (``_staged``): converted, or less its zero point, and
@@ -590,7 +592,8 @@ def _max_scratch(olast, ncols, xb, tag):
 @njit(**_OPTS)
 def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
-              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab, flat, track):
+              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ftab, ocnt, ytab, itab,
+              flat, track):
     """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Rows go by keys where
     they allow: in flat runs (``_flat_rows``) where the rows are evenly spaced, with the
     winners' positions tracked for indices (``track``: None, or a one-element array of the
@@ -603,9 +606,14 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     ib = (_b(ib[0]), _b(ib[1]))
     dil, tag, jlo, jhi, jfirst, nones = _b(dil), _b(tag), _b(jlo), _b(jhi), _b(jfirst), _b(nones)
     wr, xi, yi, otab, ocnt, ytab = _b(wr), _b(xi), _b(yi), _b(otab), _b(ocnt), _b(ytab)
+    ftab, itab = _b(ftab), _b(itab)
     rank = insz.shape[0]
     k = rank - 2
     olast = outsz[rank - 1]
+    # whole windows over contiguous rows (``_whole_rows``: channels-last data)
+    whole = (whole_ok(xb, kspec) and win[k - 1] == 1 and strd[k - 1] == 1 and pad[k - 1] == 0
+             and xs[rank - 1] == 1 and nones.shape[0] == 0 and otab.shape[0] > 0
+             and (ftab.shape[0] > 0 or not want_indices))
     coords = np.empty(rank, np.int64)
     scratch = np.empty((3, k), np.int64)
     offs = np.empty(nouter, np.int64)
@@ -633,8 +641,34 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
         jk[i] = jv[i]
     for i in range(ne * wm):
         tk[i] = i
+    acc, nacc = np.empty((2, WHOLE), xb.dtype), np.empty(WHOLE, xb.dtype)
+    n64, n32 = (olast, 0) if ib[1].shape[0] > 0 else (0, olast)
+    iacc64, fcol64 = np.empty((2, WHOLE), np.uint64), np.empty(n64, np.uint64)
+    iacc32, fcol32 = np.empty((2, WHOLE), np.uint32), np.empty(n32, np.uint32)
     r = r0
     while r < r1:
+        if whole:
+            if want_indices and ib[1].shape[0] > 0:
+                r = _whole_rows(r, r1, xb, xo, xs, yb, yo, ys, ib[1], io, ist, outsz, otab,
+                                ftab, ocnt, ytab, itab, pitch, kspec, empty_value, empty_index,
+                                want_values, acc, nacc, iacc64, fcol64)
+            elif want_indices:
+                r = _whole_rows(r, r1, xb, xo, xs, yb, yo, ys, ib[0], io, ist, outsz, otab,
+                                ftab, ocnt, ytab, itab, pitch, kspec, empty_value, empty_index,
+                                want_values, acc, nacc, iacc32, fcol32)
+            else:
+                r = _whole_rows(r, r1, xb, xo, xs, yb, yo, ys, None, io, ist, outsz, otab,
+                                ftab, ocnt, ytab, itab, pitch, kspec, empty_value, empty_index,
+                                want_values, acc, nacc, iacc32, fcol32)
+            if r == r1:
+                break
+            # a row whose windows hold a NaN
+            _max_loop(r, r + 1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
+                      strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices,
+                      jlo, jhi, jfirst, nones, c0, c1, wr, coords, scratch, offs, flats, cv, ct,
+                      bv, bt, bj)
+            r += 1
+            continue
         if owp > 0:
             a, b = _flat_rows(r, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
                               pad, dil, pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec,
@@ -665,12 +699,13 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
 
 
 @njit(**_OPTS)
-def _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, most):
+def _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, most, want_flats):
     """Per row position (the spatial output coordinates but the last), what every plane
     (the first two dimensions) shares: ``ocnt[pos]`` its real outer-window elements, their
-    input offsets ``otab[pos, :ocnt[pos]]`` (``_outer``) and ``ytab[pos]`` the output row's
-    offset. ``otab`` is left empty when it would hold more than ``most`` offsets (rows then
-    find theirs with ``_offsets``)."""
+    input offsets ``otab[pos, :ocnt[pos]]`` (``_outer``), their flat-index parts
+    ``ftab[pos, :ocnt[pos]]`` (``want_flats``, else empty) and ``ytab[pos]`` the output
+    row's offset. ``otab`` and ``ftab`` are left empty when they would hold more than
+    ``most`` offsets (rows then find theirs with ``_offsets``)."""
     rank = outsz.shape[0]
     k = rank - 2
     npos = 1
@@ -680,6 +715,7 @@ def _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, most):
     for i in range(k - 1):
         nouter *= win[i]
     otab = np.empty((npos if npos * nouter <= most else 0, nouter), np.int64)
+    ftab = np.empty((otab.shape[0] if want_flats else 0, nouter), np.int64)
     ocnt = np.empty(npos, np.int64)
     ytab = np.zeros(npos, np.int64)
     coords = np.zeros(rank, np.int64)
@@ -691,9 +727,11 @@ def _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, most):
         ocnt[pos] = _outer(coords, wr, xs, win, strd, pad, dil, pitch, offs, flats, scratch)
         if otab.shape[0] > 0:
             otab[pos, :] = offs
+        if ftab.shape[0] > 0:
+            ftab[pos, :] = flats
         for d in range(2, rank - 1):
             ytab[pos] += coords[d] * ys[d]
-    return otab, ocnt, ytab
+    return otab, ftab, ocnt, ytab
 
 
 @njit(inline="always", **_OPTS)
@@ -766,6 +804,150 @@ def _keys_rows(r0, r1, xi, xo, xs, yi, yb, yo, ys, outsz, win, strd, pad, dil, p
             xplane = xo + n * xs[0] + c * xs[1]
             yplane = yo + n * ys[0] + c * ys[1]
     return r1
+
+
+# --- whole windows over contiguous rows (channels innermost) -----------------------------
+# With a unit window along a contiguous last dimension (channels-last data, re-cast), output
+# row ``r`` is, element by element, the maximum of its outer elements' input rows. Visited
+# in row-major order, a later element replaces the best so far only where greater (``_gt``:
+# x86's ``maxps``), so the first of equal values stays, −0.0 and +0.0 too, as SPEC 3.4's tie
+# rule wants. A NaN must win instead: values alone check for one (a NaN makes a sum a NaN)
+# and send the row the tie-tracking way; with indices, the comparison takes it (``_takes``).
+
+WHOLE = 64      # outputs per fixed-length loop: whole cache lines, read in address order
+
+
+@njit(inline="always", **_OPTS)
+def _gt(v, a):
+    """``v`` where it is greater than ``a``, else ``a``."""
+    return v if v > a else a
+
+
+@njit(inline="always", **_OPTS)
+def _takes(v, a):
+    """Whether a later element ``v`` replaces the best ``a``: greater, or a NaN over a
+    non-NaN (``not v <= a`` holds for both, and a NaN ``a`` stays)."""
+    return (not v <= a) & (a == a)
+
+
+@njit(inline="always", **_OPTS)
+def _whole3(xb, a0, a1, a2, o0, n, first, acc, s, d, nacc, kspec):
+    """For ``o`` in ``o0 + [0, n)``: the best of the elements at ``a0..a2 + o``, in that
+    order, into ``acc[d, i]`` (``first``) or after ``acc[s, i]`` (a select writing back
+    where it read would become a masked store, several times slower); with float data
+    their sums (a NaN check) into ``nacc``."""
+    for i in range(n):
+        o = o0 + i
+        v0, v1, v2 = xb[a0 + o], xb[a1 + o], xb[a2 + o]
+        m = _gt(v2, _gt(v1, v0))
+        acc[d, i] = m if first else _gt(m, acc[s, i])
+        if kspec is not None:
+            t = v0 + v1 + v2
+            nacc[i] = t if first else nacc[i] + t
+
+
+@njit(inline="always", **_OPTS)
+def _whole3i(xb, a0, a1, a2, f0, f1, f2, o0, n, first, acc, iacc, s, d):
+    """``_whole3`` with positions: ``iacc[d, i]`` the winner's flat-index part
+    (``f0..f2``)."""
+    for i in range(n):
+        o = o0 + i
+        v, f = xb[a0 + o], f0
+        w = xb[a1 + o]
+        t = _takes(w, v)
+        v, f = (w if t else v), (f1 if t else f)
+        w = xb[a2 + o]
+        t = _takes(w, v)
+        v, f = (w if t else v), (f2 if t else f)
+        if not first:
+            a, g = acc[s, i], iacc[s, i]
+            t = _takes(v, a)
+            v, f = (v if t else a), (f if t else g)
+        acc[d, i] = v
+        iacc[d, i] = f
+
+
+@njit(**_OPTS)
+def _whole_rows(r0, r1, xb, xo, xs, yb, yo, ys, ib, io, ist, outsz, otab, ftab, ocnt, ytab,
+                itab, pitch, kspec, empty_value, empty_index, want_values, acc, nacc, iacc,
+                fcol):
+    """Rows [r0, r1) of a unit window along a contiguous last dimension, their outer
+    elements' offsets (and flat-index parts) from ``_row_table``, up to ``WHOLE`` outputs
+    at a time, three outer elements a pass into ``acc`` (and ``iacc``), then stored. ``ib``
+    an index buffer (None: no indices; ``iacc`` and ``fcol``, the last dimension's length,
+    of its type: 32-bit indices add in 32 bits), ``itab`` each row position's offset in it.
+    Returns the first row not done: r1, or (values alone) a row whose windows hold a NaN."""
+    xs, yb, ys, ist, outsz = _b(xs), _b(yb), _b(ys), _b(ist), _b(outsz)
+    otab, ftab, ocnt, ytab, itab = _b(otab), _b(ftab), _b(ocnt), _b(ytab), _b(itab)
+    acc, nacc, iacc, pitch, fcol = _b(acc), _b(nacc), _b(iacc), _b(pitch), _b(fcol)
+    rank = outsz.shape[0]
+    olast = outsz[rank - 1]
+    uo, uys, uis = np.uint64(olast), np.uint64(ys[rank - 1]), np.uint64(ist[rank - 1])
+    chunk, one = np.uint64(WHOLE), np.uint64(1)
+    it = iacc.dtype.type
+    for o in range(fcol.shape[0]):      # each output's column part of its flat index
+        fcol[o] = it(o * pitch[rank - 1])
+    npos = ocnt.shape[0]
+    pos, n, c = _row_plane(r0, npos, outsz)
+    for r in range(r0, r1):
+        xplane = xo + n * xs[0] + c * xs[1]
+        uy = np.uint64(yo + n * ys[0] + c * ys[1] + ytab[pos])
+        ui = np.uint64(io + n * ist[0] + c * ist[1] + itab[pos])
+        fo = it(n * pitch[0] + c * pitch[1])
+        count = ocnt[pos]
+        if count == 0:
+            for o in range(uo):
+                if want_values:
+                    yb[uy + o * uys] = empty_value
+                if ib is not None:
+                    ib[ui + o * uis] = empty_index
+        bad = False
+        for q in range((uo + chunk - one) // chunk if count > 0 else np.uint64(0)):
+            o0 = q * chunk
+            m = min(chunk, uo - o0)
+            for g in range(0, count, 3):
+                g1, g2 = min(g + 1, count - 1), min(g + 2, count - 1)
+                a0 = np.uint64(xplane + otab[pos, g])
+                a1 = np.uint64(xplane + otab[pos, g1])
+                a2 = np.uint64(xplane + otab[pos, g2])
+                d = (g // 3) % 2
+                if ib is None:
+                    _whole3(xb, a0, a1, a2, o0, m, g == 0, acc, 1 - d, d, nacc, kspec)
+                else:
+                    _whole3i(xb, a0, a1, a2, it(ftab[pos, g]), it(ftab[pos, g1]),
+                             it(ftab[pos, g2]), o0, m, g == 0, acc, iacc, 1 - d, d)
+            d = ((count - 1) // 3) % 2          # the row holding the results
+            if ib is None and kspec is not None:
+                for i in range(m):
+                    bad |= nacc[i] != nacc[i]
+            if want_values and uys == one:      # (a unit step of its own: it vectorises)
+                for i in range(m):
+                    yb[uy + o0 + i] = acc[d, i]
+            elif want_values:
+                for i in range(m):
+                    yb[uy + (o0 + i) * uys] = acc[d, i]
+            if ib is not None and uis == one:
+                for i in range(m):
+                    ib[ui + o0 + i] = iacc[d, i] + (fo + fcol[o0 + i])
+            elif ib is not None:
+                for i in range(m):
+                    ib[ui + (o0 + i) * uis] = iacc[d, i] + (fo + fcol[o0 + i])
+        if bad:
+            return r
+        pos, n, c = _next_row(pos, n, c, npos, outsz)
+    return r1
+
+
+def whole_ok(xb, kspec):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(whole_ok)
+def _whole_ok(xb, kspec):
+    """Whether ``_whole_rows`` serves this data type (a compile-time constant): compared as
+    it is stored, so float16 (its bit patterns, with keys) does not."""
+    ok = isinstance(xb.dtype, types.Float) or isinstance(kspec, types.NoneType)
+    return lambda xb, kspec: ok
 
 
 # --- horizontal first over runs of rows -----------------------------------------------
@@ -1201,7 +1383,7 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
 
 
 @njit(**_OPTS)
-def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table):
+def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats):
     """What every row of a pooling (max, its gradient, sums) shares: the last dimension's
     window (``_last_dim``, ``_columns``, ``_nones``), the window ranges, the number of rows
     and outer-window elements, and the row table (``_row_table``, ``table`` offsets at
@@ -1211,8 +1393,10 @@ def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table):
     c0, c1 = _columns(jlo, jhi, strd[k - 1], pad[k - 1], dil[k - 1])
     wr = _window_ranges(insz, outsz, win, strd, pad, dil)
     rows, nouter = _rows(outsz, win)
-    otab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, table)
-    return jlo, jhi, jfirst, c0, c1, _nones(jfirst), wr, rows, nouter, otab, ocnt, ytab
+    otab, ftab, ocnt, ytab = _row_table(xs, ys, outsz, win, strd, pad, dil, pitch, wr, table,
+                                        want_flats)
+    return (jlo, jhi, jfirst, c0, c1, _nones(jfirst), wr, rows, nouter, otab, ftab, ocnt,
+            ytab)
 
 
 def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
@@ -1229,12 +1413,21 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
     (with indices) a one-element array of the key type holding its largest value, so that
     the flat runs track the winners' positions (a kernel of its own: without it, none of
     that code is compiled)."""
-    jlo, jhi, jfirst, c0, c1, nones, wr, rows, nouter, otab, ocnt, ytab = _plan(
-        insz, outsz, win, strd, pad, dil, xs, ys, pitch, table)
+    jlo, jhi, jfirst, c0, c1, nones, wr, rows, nouter, otab, ftab, ocnt, ytab = _plan(
+        insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_indices)
     parallel(_max_rows, rows, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
              strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices, jlo,
-             jhi, jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab,
-             flat, track, item_size=outsz[-1])
+             jhi, jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ftab, ocnt,
+             ytab, _positions(outsz, ist), flat, track, item_size=outsz[-1])
+
+
+def _positions(outsz, strides):
+    """Each row position's offset (the spatial output coordinates but the last, row-major)
+    along ``strides``."""
+    at = np.zeros(1, np.int64)
+    for d in range(2, len(outsz) - 1):
+        at = (at[:, None] + np.arange(outsz[d], dtype=np.int64) * strides[d]).ravel()
+    return at
 
 
 def key_spec(buf, dtype):
@@ -1610,8 +1803,8 @@ def sum_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, outsz, win, strd, pad, 
     or float64 for float64); ``qlo``/``qhi`` the output type's range (quantized only).
     Quantized sums run in ``acc_proto``'s type: int32 where no window can overflow it.
     ``table``: as for ``max_pool_kernel``."""
-    jlo, jhi, _, c0, c1, _, wr, rows, nouter, otab, ocnt, ytab = _plan(
-        insz, outsz, win, strd, pad, dil, xs, ys, pitch, table)
+    jlo, jhi, _, c0, c1, _, wr, rows, nouter, otab, _, ocnt, ytab = _plan(
+        insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, False)
     parallel(_sum_rows, rows, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, pitch,
              wr, tag, jlo, jhi, c0, c1, nouter, otab, ocnt, ytab,
              _outer_divisors(outsz, counts, cstart, ocnt.shape[0]), fdiv, zp_in, scale_in,
@@ -1640,8 +1833,8 @@ def _store_sums_impl(dxb, at, acc, n, tag, stream):
 @njit(**_OPTS)
 def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, win, strd, pad,
                  dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, nones,
-                 c0, c1, nouter, wr, xi, kspec, kmin, otab, ocnt, ytab, flat, track, empty_value,
-                 empty_index, wide, gone, ysc, at, no, yes, stream):
+                 c0, c1, nouter, wr, xi, kspec, kmin, otab, ftab, ocnt, ytab, flat, track,
+                 empty_value, empty_index, wide, gone, ysc, at, no, yes, stream):
     """Planes [p0, p1) of ``max_grad_kernel`` (one thread's task): a plane's argmaxes as max
     pooling finds them (``_max_rows``, into a plane of scratch indices laid out by ``ysc``
     from offset ``at``), then its gradient added to them in ascending output order. (``at``
@@ -1664,8 +1857,8 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
         # (a plane's scratch is allocated afresh: small blocks, which malloc reuses)
         _max_rows(p * npos, (p + 1) * npos, xb, xo, xs, insz, pitch, yb, at, ysc, ib, at, ysc,
                   outsz, win, strd, pad, dil, tag, empty_value, empty_index, no, yes, jlo, jhi,
-                  jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ocnt, ytab, flat,
-                  track)
+                  jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ftab, ocnt, ytab,
+                  ytab, flat, track)
         n, c = p // outsz[1], p % outsz[1]
         pbase = n * pitch[0] + c * pitch[1]
         dyplane = dyo + n * dys[0] + c * dys[1]
@@ -1716,18 +1909,16 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
     ysc[rank - 1] = 1
     for d in range(rank - 2, 1, -1):
         ysc[d] = ysc[d + 1] * outsz[d + 1]
-    jlo, jhi, jfirst, c0, c1, nones, wr, _, nouter, otab, ocnt, ytab = _plan(
-        insz, outsz, win, strd, pad, dil, xs, ysc, pitch, TABLE)
-    dytab = np.zeros(1, np.int64)          # each row position's offset in dy
-    for d in range(2, rank - 1):
-        dytab = (dytab[:, None] + np.arange(outsz[d], dtype=np.int64) * dys[d]).ravel()
+    jlo, jhi, jfirst, c0, c1, nones, wr, _, nouter, otab, ftab, ocnt, ytab = _plan(
+        insz, outsz, win, strd, pad, dil, xs, ysc, pitch, TABLE, True)
+    dytab = _positions(outsz, dys)          # each row position's offset in dy
     # scratch indices of 32 bits where they fit; "no element" reads back as ``gone``
     wide = bool(np.prod(insz, dtype=np.float64) >= 2.0**32 - 1)
     gone = -1 if wide else 2**32 - 1
     track = np.array([np.iinfo(xi.dtype).max], xi.dtype)
     parallel(_grad_planes, int(insz[0] * insz[1]), xb, xo, xs, insz, pitch, dyb, dyo, dys,
              dytab, outsz, win, strd, pad, dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed,
-             jlo, jhi, jfirst, nones, c0, c1, nouter, wr, xi, kspec, kmin, otab, ocnt, ytab,
+             jlo, jhi, jfirst, nones, c0, c1, nouter, wr, xi, kspec, kmin, otab, ftab, ocnt, ytab,
              flat, track, empty_value, EMPTY_INDEX, wide, gone, ysc, 0, False, True,
              bool(dx_packed and np.prod(dxsz, dtype=np.float64) * dxb.itemsize >= BIG),
              item_size=np.prod(insz[2:]))
