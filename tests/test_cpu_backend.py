@@ -625,6 +625,25 @@ def test_max_flat_runs_see_signed_zeros_and_nans(dtype, window, strides, nan):
             assert _same(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("width", [7, 8, 33, 64])
+@pytest.mark.parametrize("pad", [0, 1])
+def test_max_byte_runs_read_as_words(dtype, width, pad):
+    """1-byte data with the common 3-wide, stride-2 window reads its rows two bytes at a
+    time (16-bit words, split in registers): rows starting at even and odd addresses (a
+    view one byte in, padding moving the first window), odd and even widths, the last
+    output near the end of the input (whose word could reach past it). Bits as the
+    reference's."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(width + pad)
+    base = rng.integers(info.min, info.max, (2, 3, 9, width + 1), dtype=dtype, endpoint=True)
+    for x in (base[..., 1:], base[..., :-1], np.ascontiguousarray(base[..., 1:])):
+        for window in (3, (2, 3)):
+            kw = dict(strides=2, start_padding=pad, end_padding=pad)
+            assert _same(dml.max_pooling(x, window, backend="cpu", **kw),
+                         dml.max_pooling(x, window, backend="reference", **kw))
+
+
 def _cl(a):
     """``a`` with channels-last memory (the same values)."""
     return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)

@@ -592,8 +592,8 @@ def _max_scratch(olast, ncols, xb, tag):
 @njit(**_OPTS)
 def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win, strd, pad,
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
-              nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ftab, ocnt, ytab, itab,
-              flat, track):
+              nones, c0, c1, nouter, wr, xi, xw, yi, kspec, kmin, otab, ftab, ocnt, ytab,
+              itab, flat, track):
     """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Rows go by keys where
     they allow: in flat runs (``_flat_rows``) where the rows are evenly spaced, with the
     winners' positions tracked for indices (``track``: None, or a one-element array of the
@@ -670,7 +670,7 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
             r += 1
             continue
         if owp > 0:
-            a, b = _flat_rows(r, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
+            a, b = _flat_rows(r, r1, xi, xw, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
                               pad, dil, pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec,
                               kmin, empty_value, hk, offs, flats, ho, bk, coords, scratch, hj,
                               fj, ft, jk, tk, rf, ib, io, ist, empty_index)
@@ -1034,13 +1034,33 @@ def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first, hj, j0, j1, j2):
     return neg | _nans(hi, lo, kspec)
 
 
+@njit(inline="always", **_OPTS)
+def _pairs3(xw, first, g0, g1, hk):
+    """``hk[g]`` = the largest of the bytes at ``first + 2*(g - g0)`` + 0, 1 and 2, for
+    ``g`` in [g0, g1): 1-byte keys read as the words ``xw`` (their input two at a time;
+    strided bytes would be gathered one by one). The words must hold byte
+    ``first + 2*(g1 - g0)`` + 1."""
+    t = hk.dtype.type
+    w0 = first // np.uint64(2)
+    n = g1 - g0
+    if first % np.uint64(2) == np.uint64(0):
+        for i in range(n):
+            w, v = xw[w0 + i], xw[w0 + i + np.uint64(1)]
+            hk[g0 + i] = max(max(t(w), t(w >> 8)), t(v))
+    else:
+        for i in range(n):
+            w, v = xw[w0 + i], xw[w0 + i + np.uint64(1)]
+            hk[g0 + i] = max(max(t(w >> 8), t(v)), t(v >> 8))
+
+
 @njit(**_OPTS)
-def _run(xi, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin,
-         hk, h0, hj, jk):
+def _run(xi, xw, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj, kspec,
+         kmin, hk, h0, hj, jk):
     """The last dimension's maxima (keys) of ``nrun`` rows, ``pitch`` apart from ``base``:
     ``hk[h0 + h*owp + o]`` for each row ``h`` and output ``o`` (``jv[:nj]``: the offsets
     that some output reads; ``jk`` the same as keys), and in ``hj`` where tracked the
-    first offset holding it. One flat pass where every element read lies in the run, then
+    first offset holding it (1-byte keys of a 3-wide stride-2 window untracked: read as
+    words, ``_pairs3``). One flat pass where every element read lies in the run, then
     the rows' edges (outputs whose window leaves the row), an output at a time. Returns
     whether an element read is −0.0 or a NaN."""
     ubase, ustep = np.uint64(base), np.uint64(sk)
@@ -1064,7 +1084,14 @@ def _run(xi, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv, nj,
             d2 = (jv[i2] - jv[i]) * dk
             j0, j1, j2 = jk[i], jk[i1], jk[i2]
             # the common windows' first three offsets get loops of their own
-            if i == 0 and sk == 2 and d1 == 1 and d2 == 2:
+            if i == 0 and sk == 2 and d1 == 1 and d2 == 2 and hj is None and \
+                    xw.shape[0] > 0 and u1 > u0 + one:
+                # bytes as words (``_pairs3``), but for the last output: its words could
+                # reach a byte past the input
+                _pairs3(xw, sub + e0 + u0 * two, u0, u1 - one, hk)
+                odd |= _run3(xi, sub + e0, two, one, two, u1 - one, u1, kspec, hk, True, hj,
+                             j0, j1, j2)
+            elif i == 0 and sk == 2 and d1 == 1 and d2 == 2:
                 odd |= _run3(xi, sub + e0, two, one, two, u0, u1, kspec, hk, True, hj, j0,
                              j1, j2)
             elif i == 0 and sk == 2 and d1 == 1 and d2 == 1:
@@ -1170,7 +1197,7 @@ def _rows3(hk, a0, a1, a2, olast, kspec, out, u0, ustep, bk, mode, hj, bj, bt, t
 
 
 @njit(**_OPTS)
-def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd, pad, dil,
+def _flat_rows(r0, r1, xi, xw, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd, pad, dil,
                pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec, kmin, empty_value, hk,
                eo, flats, ho, bk, coords, scratch, hj, bj, bt, jk, tk, rf, ib, io, ist,
                empty_index):
@@ -1218,9 +1245,9 @@ def _flat_rows(r0, r1, xi, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd,
         odd = False
         if ne > 0 and nrun > 0:
             for e in range(ne):
-                odd |= _run(xi, xplane + eo[e] + ha * rpitch, nrun, rpitch, owp, ncols, olast,
-                            sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin, hk, e * nrun * owp, hj,
-                            jk)
+                odd |= _run(xi, xw, xplane + eo[e] + ha * rpitch, nrun, rpitch, owp, ncols,
+                            olast, sk, dk, pk, jlo, jhi, jv, nj, kspec, kmin, hk, e * nrun * owp,
+                            hj, jk)
         if odd:
             return r, r + nb
         for i in range(nb):
@@ -1417,8 +1444,16 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
         insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_indices)
     parallel(_max_rows, rows, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win,
              strd, pad, dil, tag, empty_value, empty_index, want_values, want_indices, jlo,
-             jhi, jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ftab, ocnt,
-             ytab, _positions(outsz, ist), flat, track, item_size=outsz[-1])
+             jhi, jfirst, nones, c0, c1, nouter, wr, xi, words(xi), yi, kspec, kmin, otab, ftab,
+             ocnt, ytab, _positions(outsz, ist), flat, track, item_size=outsz[-1])
+
+
+def words(xi):
+    """1-byte keys as 16-bit words (of the same signedness; an odd last byte left out), for
+    the stride-2 runs (``_pairs3``); an empty array for wider keys."""
+    if xi.itemsize != 1:
+        return np.empty(0, np.int16)
+    return xi[:xi.size // 2 * 2].view(np.int16 if xi.dtype.kind == "i" else np.uint16)
 
 
 def _positions(outsz, strides):
@@ -1833,8 +1868,8 @@ def _store_sums_impl(dxb, at, acc, n, tag, stream):
 @njit(**_OPTS)
 def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, win, strd, pad,
                  dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed, jlo, jhi, jfirst, nones,
-                 c0, c1, nouter, wr, xi, kspec, kmin, otab, ftab, ocnt, ytab, flat, track,
-                 empty_value, empty_index, wide, gone, ysc, at, no, yes, stream):
+                 c0, c1, nouter, wr, xi, words_of_x, kspec, kmin, otab, ftab, ocnt, ytab, flat,
+                 track, empty_value, empty_index, wide, gone, ysc, at, no, yes, stream):
     """Planes [p0, p1) of ``max_grad_kernel`` (one thread's task): a plane's argmaxes as max
     pooling finds them (``_max_rows``, into a plane of scratch indices laid out by ``ysc``
     from offset ``at``), then its gradient added to them in ascending output order. (``at``
@@ -1857,8 +1892,8 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
         # (a plane's scratch is allocated afresh: small blocks, which malloc reuses)
         _max_rows(p * npos, (p + 1) * npos, xb, xo, xs, insz, pitch, yb, at, ysc, ib, at, ysc,
                   outsz, win, strd, pad, dil, tag, empty_value, empty_index, no, yes, jlo, jhi,
-                  jfirst, nones, c0, c1, nouter, wr, xi, yi, kspec, kmin, otab, ftab, ocnt, ytab,
-                  ytab, flat, track)
+                  jfirst, nones, c0, c1, nouter, wr, xi, words_of_x, yi, kspec, kmin, otab, ftab,
+                  ocnt, ytab, ytab, flat, track)
         n, c = p // outsz[1], p % outsz[1]
         pbase = n * pitch[0] + c * pitch[1]
         dyplane = dyo + n * dys[0] + c * dys[1]
@@ -1918,7 +1953,7 @@ def max_grad_kernel(xb, xo, xs, insz, pitch, dyb, dyo, dys, outsz, win, strd, pa
     track = np.array([np.iinfo(xi.dtype).max], xi.dtype)
     parallel(_grad_planes, int(insz[0] * insz[1]), xb, xo, xs, insz, pitch, dyb, dyo, dys,
              dytab, outsz, win, strd, pad, dil, dxb, dxo, dxs, dxsz, tag, acc_proto, dx_packed,
-             jlo, jhi, jfirst, nones, c0, c1, nouter, wr, xi, kspec, kmin, otab, ftab, ocnt, ytab,
-             flat, track, empty_value, EMPTY_INDEX, wide, gone, ysc, 0, False, True,
+             jlo, jhi, jfirst, nones, c0, c1, nouter, wr, xi, words(xi), kspec, kmin, otab, ftab,
+             ocnt, ytab, flat, track, empty_value, EMPTY_INDEX, wide, gone, ysc, 0, False, True,
              bool(dx_packed and np.prod(dxsz, dtype=np.float64) * dxb.itemsize >= BIG),
              item_size=np.prod(insz[2:]))
