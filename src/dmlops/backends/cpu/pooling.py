@@ -594,13 +594,15 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
               dil, tag, empty_value, empty_index, want_values, want_indices, jlo, jhi, jfirst,
               nones, c0, c1, nouter, wr, xi, xw, yi, kspec, kmin, otab, ftab, ocnt, ytab,
               itab, flat, track):
-    """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). Rows go by keys where
-    they allow: in flat runs (``_flat_rows``) where the rows are evenly spaced, with the
-    winners' positions tracked for indices (``track``: None, or a one-element array of the
-    key type holding its largest value, the most window positions a run may number); else,
-    for values alone, row by row (``_keys_rows``). A block or row that reads a −0.0 or NaN,
-    and rows with indices that are not evenly spaced, go the tie-tracking way
-    (``_max_loop``)."""
+    """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). With a unit window
+    along a contiguous last dimension (channels-last data), rows are element-wise maxima of
+    whole input rows (``_whole_rows``, indices too). Else rows go by keys where they allow:
+    in flat runs (``_flat_rows``; ``xw`` the input's 1-byte keys as words, ``words``) where
+    the rows are evenly spaced, with the winners' positions tracked for indices (``track``:
+    None, or a one-element array of the key type holding its largest value, the most window
+    positions a run may number); else, for values alone, row by row (``_keys_rows``). A
+    block or row that reads a −0.0 or NaN, and rows with indices that are not evenly
+    spaced, go the tie-tracking way (``_max_loop``)."""
     xb, xs, insz, pitch, yb, ys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(yb), _b(ys)
     ist, outsz, win, strd, pad = _b(ist), _b(outsz), _b(win), _b(strd), _b(pad)
     ib = (_b(ib[0]), _b(ib[1]))
