@@ -235,6 +235,16 @@ def _same(a, b):
         np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
 
 
+def _max_as_reference(x, window, indices, **kw):
+    """The cpu backend's max pooling of ``x`` has the reference's bits (and indices)."""
+    got = dml.max_pooling(x, window, backend="cpu", output_indices=indices, **kw)
+    want = dml.max_pooling(x, window, backend="reference", output_indices=indices, **kw)
+    if indices:
+        assert _same(got[0], want[0]) and np.array_equal(got[1], want[1])
+    else:
+        assert _same(got, want)
+
+
 # One test per data type: each compiles two kernels (most of a cold CI run), and separate
 # tests let parallel workers (pytest-xdist) share them out.
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
@@ -589,14 +599,9 @@ def test_max_values_flat_runs(c, dtype, flat, odd, seed, indices):
         flat_view = base.reshape(-1)
         flat_view[rng.integers(0, flat_view.size, 2)] = np.array([-0.0, np.nan], dtype)
     x = base[..., :shape[-1]]
-    want = dml.max_pooling(x, window, backend="reference", output_indices=indices, **kw)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pooling, "FLAT", flat)
-        got = dml.max_pooling(x, window, backend="cpu", output_indices=indices, **kw)
-    if indices:
-        assert _same(got[0], want[0]) and np.array_equal(got[1], want[1])
-    else:
-        assert _same(got, want)
+        _max_as_reference(x, window, indices, **kw)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -617,12 +622,7 @@ def test_max_flat_runs_see_signed_zeros_and_nans(dtype, window, strides, nan):
     x[..., :3] = x[..., -3:] = -1      # none in the columns done one by one (the rows' edges)
     kw = dict(strides=strides, start_padding=1, end_padding=1)
     for indices in (False, True):
-        got = dml.max_pooling(x, window, backend="cpu", output_indices=indices, **kw)
-        want = dml.max_pooling(x, window, backend="reference", output_indices=indices, **kw)
-        if indices:
-            assert _same(got[0], want[0]) and np.array_equal(got[1], want[1])
-        else:
-            assert _same(got, want)
+        _max_as_reference(x, window, indices, **kw)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
@@ -639,9 +639,8 @@ def test_max_byte_runs_read_as_words(dtype, width, pad):
     base = rng.integers(info.min, info.max, (2, 3, 9, width + 1), dtype=dtype, endpoint=True)
     for x in (base[..., 1:], base[..., :-1], np.ascontiguousarray(base[..., 1:])):
         for window in (3, (2, 3)):
-            kw = dict(strides=2, start_padding=pad, end_padding=pad)
-            assert _same(dml.max_pooling(x, window, backend="cpu", **kw),
-                         dml.max_pooling(x, window, backend="reference", **kw))
+            _max_as_reference(x, window, False, strides=2, start_padding=pad,
+                              end_padding=pad)
 
 
 def _cl(a):
