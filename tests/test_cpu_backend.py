@@ -625,22 +625,30 @@ def test_max_flat_runs_see_signed_zeros_and_nans(dtype, window, strides, nan):
         _max_as_reference(x, window, indices, **kw)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float16, np.float32,
+                                   np.uint32])
 @pytest.mark.parametrize("width", [7, 8, 33, 64])
 @pytest.mark.parametrize("pad", [0, 1])
-def test_max_byte_runs_read_as_words(dtype, width, pad):
-    """1-byte data with the common 3-wide, stride-2 window reads its rows two bytes at a
-    time (16-bit words, split in registers): rows starting at even and odd addresses (a
-    view one byte in, padding moving the first window), odd and even widths, the last
-    output near the end of the input (whose word could reach past it). Bits as the
-    reference's."""
-    info = np.iinfo(dtype)
+def test_max_runs_read_as_words(dtype, width, pad):
+    """Keys of 1, 2 and 4 bytes with the common 3-wide, stride-2 window are read two at a
+    time (words of twice their width, split in registers), with and without indices: rows
+    starting at even and odd elements (odd widths, padding moving the first window), odd
+    and even widths, the last output near the end of the input (whose word could reach
+    past it), a buffer that starts inside a word (read the plain way). Few distinct values,
+    so that windows tie (the first wins). Bits and indices as the reference's."""
     rng = np.random.default_rng(width + pad)
-    base = rng.integers(info.min, info.max, (2, 3, 9, width + 1), dtype=dtype, endpoint=True)
+    shape = (2, 3, 9, width + 1)
+    if np.dtype(dtype).kind == "f":
+        base = rng.integers(-3, 4, shape).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        base = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+        base[0] //= 64                  # (ties)
     for x in (base[..., 1:], base[..., :-1], np.ascontiguousarray(base[..., 1:])):
         for window in (3, (2, 3)):
-            _max_as_reference(x, window, False, strides=2, start_padding=pad,
-                              end_padding=pad)
+            for indices in (False, True):
+                _max_as_reference(x, window, indices, strides=2, start_padding=pad,
+                                  end_padding=pad)
 
 
 def _cl(a):

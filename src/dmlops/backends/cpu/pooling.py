@@ -26,6 +26,8 @@ padded with zeros, so that every output of a row reads its whole window from the
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
@@ -597,7 +599,7 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). With a unit window
     along a contiguous last dimension (channels-last data), rows are element-wise maxima of
     whole input rows (``_whole_rows``, indices too). Else rows go by keys where they allow:
-    in flat runs (``_flat_rows``; ``xw`` the input's 1-byte keys as words, ``words``) where
+    in flat runs (``_flat_rows``; ``xw`` the input's keys as words, ``words``) where
     the rows are evenly spaced, with the winners' positions tracked for indices (``track``:
     None, or a one-element array of the key type holding its largest value, the most window
     positions a run may number); else, for values alone, row by row (``_keys_rows``). A
@@ -994,22 +996,56 @@ def _flat_pitch(xs, insz, outsz, win, strd, dil):
     return pitch // step
 
 
+def _halves(w):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_halves)
+def _halves_impl(w):
+    """A word's two keys, in memory order (little-endian: the low half first)."""
+    kt = getattr(np, f"{'' if w.signed else 'u'}int{w.bitwidth // 2}")
+    sh = getattr(np, str(w))(w.bitwidth // 2)
+    return lambda w: (kt(w), kt(w >> sh))
+
+
 @njit(inline="always", **_OPTS)
-def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first, hj, j0, j1, j2):
+def _three(xi, xw, wq, half, carry, prev, base, g, step, d1, d2, kspec):
+    """The keys of the elements at ``base + g*step`` plus 0, ``d1`` and ``d2``, and the
+    third again (the next ``g``'s ``prev``). With ``carry`` (step 2, distances 1 and 2)
+    the first is ``prev``, the previous ``g``'s third, so that the loads left are pairs
+    of neighbours; with words ``xw`` (not None; the same window) all three come from words
+    ``wq + g`` and the next (``half``: the first element is its high half). Either lets
+    neighbouring ``g`` load whole vectors where the strided third element would be
+    gathered one lane at a time."""
+    if xw is not None:
+        lo, hi = _halves(xw[wq + g])
+        lo2, hi2 = _halves(xw[wq + g + np.uint64(1)])
+        if half == 0:
+            return _key(lo, kspec), _key(hi, kspec), _key(lo2, kspec), prev
+        return _key(hi, kspec), _key(lo2, kspec), _key(hi2, kspec), prev
+    p = base + g * step
+    c = _key(xi[p + d2], kspec)
+    if carry:
+        return prev, _key(xi[p + d1], kspec), c, c
+    return _key(xi[p], kspec), _key(xi[p + d1], kspec), c, c
+
+
+@njit(inline="always", **_OPTS)
+def _run3(xi, xw, wq, half, carry, base, step, d1, d2, g0, g1, kspec, hk, first, hj, j0, j1,
+          j2):
     """``hk[g]`` (``first``) or its maximum with: the largest key of the elements at
     ``base + g*step`` plus 0, ``d1`` and ``d2`` (window offsets ``j0..j2``, kept in ``hj``
     where tracked: ``_keep``), for ``g`` in [g0, g1); whether one of them is −0.0 or a NaN.
     (Constant steps and distances let the loads of neighbouring ``g`` become whole vectors,
-    deinterleaved in registers. A None ``hj`` prunes the tracking code at compile time.)"""
+    deinterleaved in registers; ``xw, wq, half, carry``: the loads of ``_three``. A None
+    ``hj`` prunes the tracking code at compile time.)"""
     # whether a key is odd (``_odd``): −0.0 per element, NaNs from the keys' range
     neg = False
     hi = _key(xi[base + g0 * step], kspec)
-    lo = hi
+    lo, prev = hi, hi
     if hj is not None:
         for g in range(g0, g1):
-            a = _key(xi[base + g * step], kspec)
-            b = _key(xi[base + g * step + d1], kspec)
-            c = _key(xi[base + g * step + d2], kspec)
+            a, b, c, prev = _three(xi, xw, wq, half, carry, prev, base, g, step, d1, d2, kspec)
             j = j1 if b > a else j0
             v = max(a, b)
             _keep(hk, hj, None, g, max(v, c), j2 if c > v else j, j0, first)
@@ -1017,42 +1053,19 @@ def _run3(xi, base, step, d1, d2, g0, g1, kspec, hk, first, hj, j0, j1, j2):
             neg |= _negzero(a, kspec) | _negzero(b, kspec) | _negzero(c, kspec)
     elif first:
         for g in range(g0, g1):
-            a = _key(xi[base + g * step], kspec)
-            b = _key(xi[base + g * step + d1], kspec)
-            c = _key(xi[base + g * step + d2], kspec)
+            a, b, c, prev = _three(xi, xw, wq, half, carry, prev, base, g, step, d1, d2, kspec)
             v = max(max(a, b), c)
             hk[g] = v
             hi, lo = max(hi, v), min(lo, min(min(a, b), c))
             neg |= _negzero(a, kspec) | _negzero(b, kspec) | _negzero(c, kspec)
     else:
         for g in range(g0, g1):
-            a = _key(xi[base + g * step], kspec)
-            b = _key(xi[base + g * step + d1], kspec)
-            c = _key(xi[base + g * step + d2], kspec)
+            a, b, c, prev = _three(xi, xw, wq, half, carry, prev, base, g, step, d1, d2, kspec)
             v = max(max(a, b), c)
             hk[g] = max(hk[g], v)
             hi, lo = max(hi, v), min(lo, min(min(a, b), c))
             neg |= _negzero(a, kspec) | _negzero(b, kspec) | _negzero(c, kspec)
     return neg | _nans(hi, lo, kspec)
-
-
-@njit(inline="always", **_OPTS)
-def _pairs3(xw, first, g0, g1, hk):
-    """``hk[g]`` = the largest of the bytes at ``first + 2*(g - g0)`` + 0, 1 and 2, for
-    ``g`` in [g0, g1): 1-byte keys read as the words ``xw`` (their input two at a time;
-    strided bytes would be gathered one by one). The words must hold byte
-    ``first + 2*(g1 - g0)`` + 1."""
-    t = hk.dtype.type
-    w0 = first // np.uint64(2)
-    n = g1 - g0
-    if first % np.uint64(2) == np.uint64(0):
-        for i in range(n):
-            w, v = xw[w0 + i], xw[w0 + i + np.uint64(1)]
-            hk[g0 + i] = max(max(t(w), t(w >> 8)), t(v))
-    else:
-        for i in range(n):
-            w, v = xw[w0 + i], xw[w0 + i + np.uint64(1)]
-            hk[g0 + i] = max(max(t(w >> 8), t(v)), t(v >> 8))
 
 
 @njit(**_OPTS)
@@ -1061,10 +1074,10 @@ def _run(xi, xw, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv,
     """The last dimension's maxima (keys) of ``nrun`` rows, ``pitch`` apart from ``base``:
     ``hk[h0 + h*owp + o]`` for each row ``h`` and output ``o`` (``jv[:nj]``: the offsets
     that some output reads; ``jk`` the same as keys), and in ``hj`` where tracked the
-    first offset holding it (1-byte keys of a 3-wide stride-2 window untracked: read as
-    words, ``_pairs3``). One flat pass where every element read lies in the run, then
-    the rows' edges (outputs whose window leaves the row), an output at a time. Returns
-    whether an element read is −0.0 or a NaN."""
+    first offset holding it (a 3-wide stride-2 window's loops carry the element two
+    outputs share, or read 1-byte keys as words: ``_three``). One flat pass where every
+    element read lies in the run, then the rows' edges (outputs whose window leaves the
+    row), an output at a time. Returns whether an element read is −0.0 or a NaN."""
     ubase, ustep = np.uint64(base), np.uint64(sk)
     emin, emax = 0, 0
     for i in range(nj):
@@ -1086,28 +1099,40 @@ def _run(xi, xw, base, nrun, pitch, owp, ncols, olast, sk, dk, pk, jlo, jhi, jv,
             d2 = (jv[i2] - jv[i]) * dk
             j0, j1, j2 = jk[i], jk[i1], jk[i2]
             # the common windows' first three offsets get loops of their own
-            if i == 0 and sk == 2 and d1 == 1 and d2 == 2 and hj is None and \
-                    xw.shape[0] > 0 and u1 > u0 + one:
-                # bytes as words (``_pairs3``), but for the last output: its words could
-                # reach a byte past the input
-                _pairs3(xw, sub + e0 + u0 * two, u0, u1 - one, hk)
-                odd |= _run3(xi, sub + e0, two, one, two, u1 - one, u1, kspec, hk, True, hj,
-                             j0, j1, j2)
-            elif i == 0 and sk == 2 and d1 == 1 and d2 == 2:
-                odd |= _run3(xi, sub + e0, two, one, two, u0, u1, kspec, hk, True, hj, j0,
-                             j1, j2)
+            # (``xw is None`` alone in its test: Numba prunes the other branch at compile
+            # time, so the word loops are compiled only for the types that have words)
+            if i == 0 and sk == 2 and d1 == 1 and d2 == 2:
+                if xw is None:
+                    odd |= _run3(xi, None, zero, 0, True, sub + e0, two, one, two, u0, u1,
+                                 kspec, hk, True, hj, j0, j1, j2)
+                elif xw.shape[0] == 0 or u1 <= u0 + one:
+                    odd |= _run3(xi, None, zero, 0, True, sub + e0, two, one, two, u0, u1,
+                                 kspec, hk, True, hj, j0, j1, j2)
+                else:
+                    # two keys a word, but for the last output: its second word could reach
+                    # past the input
+                    p = sub + e0 + u0 * two
+                    wq = (p >> one) - u0                 # (wraps; wq + g is in range)
+                    if p % two == zero:     # (a literal half: each loop splits its words)
+                        odd |= _run3(xi, xw, wq, 0, False, sub + e0, two, one, two, u0,
+                                     u1 - one, kspec, hk, True, hj, j0, j1, j2)
+                    else:
+                        odd |= _run3(xi, xw, wq, 1, False, sub + e0, two, one, two, u0,
+                                     u1 - one, kspec, hk, True, hj, j0, j1, j2)
+                    odd |= _run3(xi, None, zero, 0, True, sub + e0, two, one, two, u1 - one,
+                                 u1, kspec, hk, True, hj, j0, j1, j2)
             elif i == 0 and sk == 2 and d1 == 1 and d2 == 1:
-                odd |= _run3(xi, sub + e0, two, one, one, u0, u1, kspec, hk, True, hj, j0,
-                             j1, j2)
+                odd |= _run3(xi, None, zero, 0, False, sub + e0, two, one, one, u0, u1, kspec,
+                             hk, True, hj, j0, j1, j2)
             elif i == 0 and sk == 1 and d1 == 1 and d2 == 2:
-                odd |= _run3(xi, sub + e0, one, one, two, u0, u1, kspec, hk, True, hj, j0,
-                             j1, j2)
+                odd |= _run3(xi, None, zero, 0, False, sub + e0, one, one, two, u0, u1, kspec,
+                             hk, True, hj, j0, j1, j2)
             elif i == 0 and sk == 1 and d1 == 0:
-                odd |= _run3(xi, sub + e0, one, zero, zero, u0, u1, kspec, hk, True, hj, j0,
-                             j1, j2)
+                odd |= _run3(xi, None, zero, 0, False, sub + e0, one, zero, zero, u0, u1,
+                             kspec, hk, True, hj, j0, j1, j2)
             else:
-                odd |= _run3(xi, sub + e0, ustep, np.uint64(d1), np.uint64(d2), u0, u1, kspec,
-                             hk, i == 0, hj, j0, j1, j2)
+                odd |= _run3(xi, None, zero, 0, False, sub + e0, ustep, np.uint64(d1),
+                             np.uint64(d2), u0, u1, kspec, hk, i == 0, hj, j0, j1, j2)
     # outputs [olo, ohi) read only their own row: the flat range [ga, gb) holds them all
     # (its ends are the first row's olo and the last row's ohi, or beyond); the others
     # (edges) are done again from their real offsets
@@ -1451,11 +1476,17 @@ def max_pool_kernel(xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, win
 
 
 def words(xi):
-    """1-byte keys as 16-bit words (of the same signedness; an odd last byte left out), for
-    the stride-2 runs (``_pairs3``); an empty array for wider keys."""
-    if xi.itemsize != 1:
-        return np.empty(0, np.int16)
-    return xi[:xi.size // 2 * 2].view(np.int16 if xi.dtype.kind == "i" else np.uint16)
+    """1-byte keys as 16-bit words (the same signedness; an odd last byte left out), for the
+    stride-2 runs (``_three``): an empty array where the buffer starts at an odd address
+    (an unaligned view would be compiled anew); None for wider keys (their runs carry the
+    window's shared element instead: wider words came out slower) or on a big-endian
+    machine (``_halves`` splits little-endian words)."""
+    if xi.itemsize != 1 or sys.byteorder != "little":
+        return None
+    wt = np.dtype(f"{'i' if xi.dtype.kind == 'i' else 'u'}{2 * xi.itemsize}")
+    if xi.ctypes.data % wt.itemsize:
+        return np.empty(0, wt)
+    return xi[:xi.size // 2 * 2].view(wt)
 
 
 def _positions(outsz, strides):
