@@ -1960,12 +1960,12 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
         for i in range(in_plane):
             acc[i] = 0
         # (unsigned indices here: no checks for negative ones, and the loops vectorise)
-        q = 0
+        q, one = np.uint64(0), np.uint64(1)
         for pos in range(npos):
             udy = np.uint64(dyplane + dytab[pos])
             for o in range(olast):
                 e = np.int64(ib[1][q]) if wide else np.int64(ib[0][q])
-                q += 1
+                q += one
                 if e != gone:
                     acc[np.uint64(e - pbase)] += load(dyb[udy + np.uint64(o) * udysk], tag)
         first = p * in_plane
