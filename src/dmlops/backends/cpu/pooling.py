@@ -1344,9 +1344,13 @@ def _flat_index_row(ib, ui, uisk, olast, rf, rstep, bt, bj, cs, cj):
     index ``rf[bt[o]]``, which is ``rf[0] + bt[o] * rstep`` where the rows are evenly spaced
     (``rstep`` not 0): arithmetic instead of a look-up, so that the loop vectorises."""
     if rstep != 0 and uisk == 1:
-        r0 = rf[0]
+        # in the index type: 32-bit lanes for uint32 indices (exact: the index fits, and
+        # the arithmetic wraps modulo 2^32 on the way there)
+        t = ib.dtype.type
+        r0, trs, tcs, tcj = t(rf[0]), t(rstep), t(cs), t(cj)
         for o in range(np.uint64(olast)):
-            ib[ui + o] = r0 + bt[o] * rstep + np.int64(o) * cs + bj[o] * cj
+            w = t(t(t(bt[o]) * trs) + t(t(o) * tcs))
+            ib[ui + o] = t(t(r0 + w) + t(t(bj[o]) * tcj))
     else:
         for o in range(olast):
             ib[ui + np.uint64(o) * uisk] = rf[np.uint64(bt[o])] + o * cs + bj[o] * cj
