@@ -599,7 +599,7 @@ def _max_rows(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
     """Output rows [r0, r1) of ``max_pool_kernel`` (one thread's task). With a unit window
     along a contiguous last dimension (channels-last data), rows are element-wise maxima of
     whole input rows (``_whole_rows``, indices too). Else rows go by keys where they allow:
-    in flat runs (``_flat_rows``; ``xw`` the input's keys as words, ``words``) where
+    in flat runs (``_flat_rows``; ``xw`` 1-byte keys as words or None, ``words``) where
     the rows are evenly spaced, with the winners' positions tracked for indices (``track``:
     None, or a one-element array of the key type holding its largest value, the most window
     positions a run may number); else, for values alone, row by row (``_keys_rows``). A
