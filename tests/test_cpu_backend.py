@@ -629,13 +629,14 @@ def test_max_flat_runs_see_signed_zeros_and_nans(dtype, window, strides, nan):
                                    np.uint32])
 @pytest.mark.parametrize("width", [7, 8, 33, 64])
 @pytest.mark.parametrize("pad", [0, 1])
-def test_max_runs_read_as_words(dtype, width, pad):
-    """Keys of 1, 2 and 4 bytes with the common 3-wide, stride-2 window are read two at a
-    time (words of twice their width, split in registers), with and without indices: rows
-    starting at even and odd elements (odd widths, padding moving the first window), odd
-    and even widths, the last output near the end of the input (whose word could reach
-    past it), a buffer that starts inside a word (read the plain way). Few distinct values,
-    so that windows tie (the first wins). Bits and indices as the reference's."""
+def test_max_stride2_runs_words_and_carry(dtype, width, pad):
+    """The common 3-wide, stride-2 window's runs, with and without indices: 1-byte keys
+    read as 16-bit words (split in registers), wider keys with the element two outputs
+    share carried from one to the next. Rows starting at even and odd elements (odd widths,
+    padding moving the first window), odd and even widths, the last output near the end of
+    the input (whose word could reach past it), a 1-byte buffer at an odd address (read
+    the plain way). Few distinct values, so that windows tie (the first wins). Bits and
+    indices as the reference's."""
     rng = np.random.default_rng(width + pad)
     shape = (2, 3, 9, width + 1)
     if np.dtype(dtype).kind == "f":

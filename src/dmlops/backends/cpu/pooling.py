@@ -1487,8 +1487,8 @@ def words(xi):
     machine (``_halves`` splits little-endian words)."""
     if xi.itemsize != 1 or sys.byteorder != "little":
         return None
-    wt = np.dtype(f"{'i' if xi.dtype.kind == 'i' else 'u'}{2 * xi.itemsize}")
-    if xi.ctypes.data % wt.itemsize:
+    wt = np.int16 if xi.dtype.kind == "i" else np.uint16
+    if xi.ctypes.data % 2:
         return np.empty(0, wt)
     return xi[:xi.size // 2 * 2].view(wt)
 
