@@ -64,6 +64,21 @@ def _store_vector(typingctx, dst, di, src, si):
 
 
 @intrinsic
+def _address(typingctx, a):
+    """The address of ``a``'s first element. (``a.ctypes.data`` would make a ctypes object,
+    and its reference count's atomic updates wait, like a fence, for every streamed store
+    in flight.)"""
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        return builder.ptrtoint(data, context.get_value_type(types.uint64))
+
+    return types.uint64(a), codegen
+
+
+@intrinsic
 def fence(typingctx):
     """A full memory fence (``mfence``): orders the streaming stores before it."""
     def codegen(context, builder, sig, args):
@@ -94,8 +109,9 @@ def stream_copy(dst, d0, src, s0, n, stream):
     lanes = VECTOR // item
     i = 0
     u, v = np.uint64(d0), np.uint64(s0)
-    if stream and n >= LONG and dst.ctypes.data % item == 0:
-        head = ((VECTOR - (dst.ctypes.data + d0 * item) % VECTOR) % VECTOR) // item
+    at, ui, uv = _address(dst), np.uint64(item), np.uint64(VECTOR)
+    if stream and n >= LONG and at % ui == 0:
+        head = np.int64(((uv - (at + u * ui) % uv) % uv) // ui)
         for k in range(np.uint64(head)):
             dst[u + k] = src[v + k]
         i = head
