@@ -65,9 +65,9 @@ def _store_vector(typingctx, dst, di, src, si):
 
 @intrinsic
 def _address(typingctx, a):
-    """The address of ``a``'s first element. (``a.ctypes.data`` would make a ctypes object,
-    and its reference count's atomic updates wait, like a fence, for every streamed store
-    in flight.)"""
+    """The address of ``a``'s first element. (``a.ctypes.data`` makes a ctypes object;
+    where Numba does not prune its reference count's atomic updates, as in a row loop
+    measured once, each waits like a fence for every streamed store in flight.)"""
     if not isinstance(a, types.Array):
         return None
 

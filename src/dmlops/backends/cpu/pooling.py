@@ -1635,10 +1635,10 @@ def _add9(xb, u0, ustep, d1, d2, ulo, uhi, tag, zp, acc):
 
 @njit(inline="always", **_OPTS)
 def _add_carried(xb, u0, d1, d2, rows, ulo, uhi, tag, zp, acc):
-    """``_add9`` (``rows`` 3) or ``_add3`` of three offsets (``rows`` 1) with step 2: each
-    output's third element of a window row is the next output's first, so it is carried
-    over instead of loaded (a recurrence LLVM vectorises; loaded, it is gathered a lane at
-    a time). The same terms in the same order: the same sums."""
+    """``_add9`` (``rows`` 3) or ``_add3`` of three offsets (``rows`` 1: ``d1``, ``d2``
+    unused) with step 2: each output's third element of a window row is the next output's
+    first, so it is carried over instead of loaded (a recurrence LLVM vectorises; loaded,
+    it is gathered a lane at a time). The same terms in the same order: the same sums."""
     one, two = np.uint64(1), np.uint64(2)
     if uhi <= ulo:
         return
