@@ -816,3 +816,58 @@ def test_parallel_covers_every_item_once(n, item_size):
     parallel(lambda lo, hi: shares.append((lo, hi)), n, item_size=item_size)
     want = max(1, min(numba.get_num_threads(), n * item_size // MIN_WORK))
     assert sorted(shares) == [(n * i // want, n * (i + 1) // want) for i in range(want)]
+
+
+# --- what calls keep for later calls ------------------------------------------------------
+
+@pytest.mark.parametrize("shape,dtype,writeable", [
+    ((2, 3, 4), np.float32, True), ((2, 3, 4), np.float32, False),
+    ((1, 5, 1, 3), np.float16, True), ((4,), np.int8, True), ((1, 1), np.uint64, True),
+])
+def test_flat_sees_every_element_where_it_is(shape, dtype, writeable):
+    from dmlops.backends.cpu._buffers import flat
+    a = np.arange(np.prod(shape)).astype(dtype).reshape(shape)
+    a.flags.writeable = writeable
+    buf, off, steps = flat(a)
+    assert buf.ndim == 1 and buf.flags.c_contiguous and buf.flags.writeable
+    bits = a.view(np.uint16) if a.dtype == np.float16 else a
+    for idx in np.ndindex(*shape):
+        assert buf[off + int(np.dot(idx, steps))] == bits[idx]
+    # a strided view (general path) of the same memory agrees element for element
+    v = a[..., ::-1]
+    vb, vo, vs = flat(v)
+    vbits = v.view(np.uint16) if v.dtype == np.float16 else v
+    for idx in np.ndindex(*v.shape):
+        assert vb[vo + int(np.dot(idx, vs))] == vbits[idx]
+
+
+def test_plans_kept_are_keyed_by_layout_and_bounded(monkeypatch):
+    from dmlops.backends.cpu import pooling
+    monkeypatch.setattr(pooling, "_PLANS", {})
+    monkeypatch.setattr(pooling, "PLANS_KEPT", 3)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 6, 9, 11)).astype(np.float32)
+    kw = dict(strides=2, start_padding=1, end_padding=1)
+    # the same geometry in three layouts (input and output): each its own plan, each right
+    cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    for xx in (x, cl, x[:, ::-1]):
+        for _ in range(2):
+            _max_as_reference(xx, 3, True, **kw)
+            want = dml.average_pooling(xx, 3, backend="reference", **kw)
+            for out in (np.empty(want.shape, np.float32),
+                        np.empty(want.shape[::-1], np.float32).T):       # a transposed out=
+                dml.average_pooling(xx, 3, backend="cpu", out=out, **kw)
+                assert _same(out, want)
+    assert 1 <= len(pooling._PLANS) <= 3
+    for window in (2, 3, 4, 5):
+        _max_as_reference(x, window, False, **kw)
+    assert len(pooling._PLANS) <= 3
+
+
+def test_small_plans_only_are_kept(monkeypatch):
+    from dmlops.backends.cpu import pooling
+    monkeypatch.setattr(pooling, "_PLANS", {})
+    monkeypatch.setattr(pooling, "PLAN_BYTES", 0)
+    x = np.random.default_rng(6).standard_normal((1, 2, 7, 7)).astype(np.float32)
+    _max_as_reference(x, 3, False, strides=2)
+    assert pooling._PLANS == {}

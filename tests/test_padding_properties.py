@@ -7,6 +7,7 @@ rules, literally.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -209,6 +210,26 @@ def test_functional_value_to_integer_types(dtype, value, want):
 def test_functional_value_to_float_types(dtype, value, want_bits):
     got = pad_value(dtype, value)
     assert int(np.asarray(got).view(f"u{np.dtype(dtype).itemsize}")) == int(want_bits)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_integer_values_round_once_around_every_shortcut(dtype):
+    # Integers up to 2^53 take a shortcut (NumPy's conversion, through an exact float64);
+    # beyond, the exact rounding. Either way: round to nearest, ties to even (float16: 2049
+    # -> 2048, 2051 -> 2052; float32: 2^24 + 1 -> 2^24, 2^24 + 3 -> 2^24 + 4).
+    from dmlops.padding import _round_int_to_float
+    # 2^54 + 2^30 + 1: through float64 it would lose the +1 and tie (float32: to 2^54)
+    ties = [2**24 + 1, 2**24 + 3, 2**53 - 1, 2**53, 2**53 + 1, 2**53 + 3, 2**54 + 2**30 + 1]
+    values = list(range(-5000, 5001)) + ties + [-t for t in ties]
+    for v in (v for v in values if abs(v) < np.finfo(dtype).max):
+        got = _round_int_to_float(v, np.dtype(dtype))
+        f = Fraction(v)
+        below, above = (np.nextafter(got, dtype(-np.inf)), np.nextafter(got, dtype(np.inf)))
+        d = abs(Fraction(float(got)) - f)
+        assert got.dtype == np.dtype(dtype) and np.isfinite(got), v
+        for n in (n for n in (below, above) if np.isfinite(n)):
+            dn = abs(Fraction(float(n)) - f)
+            assert d < dn or (d == dn and int(got.view(f"u{got.itemsize}")) % 2 == 0), v
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -4,6 +4,8 @@ pooling and the max-pooling gradient; within SPEC 5's bound for averages)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import family as _f
@@ -61,13 +63,18 @@ def _max_layout(x, window, strides, start, dilations, *outputs):
 def _max_keys(dtype, xb):
     """What max pooling's kernels take for a ``dtype`` input in buffer ``xb``: the value of
     a window with no element (as ``xb``'s type), and ``key_spec``'s keys."""
+    return (_empty_value(np.dtype(dtype), xb.dtype),) + _k.key_spec(xb, dtype)
+
+
+@lru_cache(maxsize=None)
+def _empty_value(dtype, buf_dtype):
     if dtype == np.float16:
         empty = np.uint16(0xFC00)
     elif dtype.kind == "f":
         empty = dtype.type(-np.inf)
     else:
         empty = np.iinfo(dtype).min
-    return (np.array(empty).astype(xb.dtype)[()],) + _k.key_spec(xb, dtype)
+    return np.array(empty).astype(buf_dtype)[()]
 
 
 def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
@@ -106,6 +113,17 @@ def _counts(in_spatial, out_spatial, window, strides, start, end, dilations, inc
     return ints(np.concatenate(parts)), ints(starts)
 
 
+@lru_cache(maxsize=32)
+def _divisors(in_spatial, out_spatial, window, strides, start, end, dilations,
+              include_padding, wide):
+    """``_counts`` and the last dimension's factors as floats (float64 where ``wide``),
+    kept for later calls (the kernels only read them)."""
+    counts, cstart = _counts(in_spatial, out_spatial, window, strides, start, end, dilations,
+                             include_padding)
+    fdiv = counts[cstart[-1]:].astype(np.float64 if wide else np.float32)
+    return counts, cstart, fdiv
+
+
 def _per_channel(a, dtype):
     """A per-tensor or per-channel parameter (broadcastable to (1, C, 1, ...)) as a flat
     array of 1 or C values."""
@@ -119,11 +137,10 @@ _NO_Q = (np.zeros(1, np.int64), np.ones(1, np.float32))
 def _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc, quant):
     xb, xo, xs = flat(x)
     yb, yo, ys = flat(y)
-    counts, cstart = _counts(x.shape[2:], y.shape[2:], window, strides, start, end, dilations,
-                             include_padding)
+    counts, cstart, fdiv = _divisors(x.shape[2:], y.shape[2:], tuple(window), tuple(strides),
+                                     tuple(start), tuple(end), tuple(dilations),
+                                     bool(include_padding), acc == np.float64)
     zp_in, s_in, zp_out, s_out = quant
-    last = counts[cstart[-1]:]
-    fdiv = last.astype(np.float64 if acc == np.float64 else np.float32)
     _k.sum_pool_kernel(xb, xo, xs, ints(x.shape), _pitch(x.shape), yb, yo, ys, ints(y.shape),
                        *_window(window, strides, start, dilations), counts, cstart, fdiv,
                        tag_for(x.dtype), np.zeros(1, acc), zp_in, s_in, zp_out, s_out,

@@ -16,6 +16,10 @@ def flat(a: np.ndarray):
     find the lowest address, which becomes ``buffer[0]``.
     """
     a = buffer_view(a)
+    flags = a.flags
+    if flags.c_contiguous and flags.writeable and a.size:
+        # the common case, typed as the general one (1-D, C, writable) at a tenth of its cost
+        return a.reshape(-1), 0, _c_steps(a.shape)
     item = a.itemsize
     if any(s % item for s in a.strides):        # an unaligned view: the one case that copies
         a = np.ascontiguousarray(a)
@@ -30,6 +34,15 @@ def flat(a: np.ndarray):
                  "data": (lowest.__array_interface__["data"][0], False), "version": 3}
     buf = np.asarray(_Memory(interface, lowest))
     return buf, offset, np.array(steps, dtype=np.int64)
+
+
+def _c_steps(shape) -> np.ndarray:
+    """Row-major element strides of ``shape``."""
+    steps, acc = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        steps[d] = acc
+        acc *= shape[d]
+    return np.array(steps, np.int64)
 
 
 class _Memory:

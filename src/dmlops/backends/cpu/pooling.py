@@ -26,7 +26,10 @@ padded with zeros, so that every output of a row reads its whole window from the
 
 from __future__ import annotations
 
+import math
 import sys
+import threading
+from functools import lru_cache
 
 import numpy as np
 from numba import njit, types
@@ -1440,8 +1443,31 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
                 _put(ib, irow + o * isk, empty_index)
 
 
-@njit(**_OPTS)
+_PLANS: dict = {}
+_PLANS_LOCK = threading.Lock()
+PLANS_KEPT = 32              # plans kept for calls to come (each under PLAN_BYTES)
+PLAN_BYTES = 1 << 20
+
+
 def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats):
+    """``_make_plan``, kept for later calls of the same geometry and strides when small
+    (for a small operator, working it out again costs more than the kernel). The kernels
+    only read a plan, so calls and threads share it."""
+    key = tuple(tuple(a.tolist()) for a in (insz, outsz, win, strd, pad, dil, xs, ys, pitch))
+    key += (table, want_flats)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _make_plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats)
+        if sum(a.nbytes for a in plan if isinstance(a, np.ndarray)) <= PLAN_BYTES:
+            with _PLANS_LOCK:
+                if len(_PLANS) >= PLANS_KEPT:
+                    _PLANS.pop(next(iter(_PLANS)))      # the oldest
+                _PLANS[key] = plan
+    return plan
+
+
+@njit(**_OPTS)
+def _make_plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats):
     """What every row of a pooling (max, its gradient, sums) shares: the last dimension's
     window (``_last_dim``, ``_columns``, ``_nones``), the window ranges, the number of rows
     and outer-window elements, and the row table (``_row_table``, ``table`` offsets at
@@ -1495,7 +1521,16 @@ def words(xi):
 
 def _positions(outsz, strides):
     """Each row position's offset (the spatial output coordinates but the last, row-major)
-    along ``strides``."""
+    along ``strides`` (kernels only read it: one array serves every call alike; kept
+    where small)."""
+    key = tuple(outsz.tolist()), tuple(np.asarray(strides).tolist())
+    if math.prod(key[0][2:-1]) * 8 > PLAN_BYTES:
+        return _positions_of.__wrapped__(*key)
+    return _positions_of(*key)
+
+
+@lru_cache(maxsize=64)
+def _positions_of(outsz, strides):
     at = np.zeros(1, np.int64)
     for d in range(2, len(outsz) - 1):
         at = (at[:, None] + np.arange(outsz[d], dtype=np.int64) * strides[d]).ravel()
@@ -1506,10 +1541,17 @@ def key_spec(buf, dtype):
     """``(keys, kspec, kmin)`` for ``max_pool_kernel``: the kernel buffer of a ``dtype``
     tensor as the integers its keys are, whether they are float keys (None for integers:
     their own keys) and the lowest key."""
-    if np.dtype(dtype).kind in "iu":
-        return buf, None, buf.dtype.type(np.iinfo(buf.dtype).min)
-    kt = np.dtype(f"i{buf.dtype.itemsize}").type
-    return buf.view(kt), True, kt(np.iinfo(kt).min)
+    kt, kspec, kmin = _key_types(buf.dtype, np.dtype(dtype))
+    return (buf if kt is None else buf.view(kt)), kspec, kmin
+
+
+@lru_cache(maxsize=None)
+def _key_types(buf_dtype, dtype):
+    """``key_spec`` less the buffer (per call, this is the costly part: ``np.iinfo``)."""
+    if dtype.kind in "iu":
+        return None, None, buf_dtype.type(np.iinfo(buf_dtype).min)
+    kt = np.dtype(f"i{buf_dtype.itemsize}")
+    return kt, True, kt.type(np.iinfo(kt).min)
 
 
 def _term(v, tag, zp):  # pragma: no cover - replaced by the overload

@@ -1,0 +1,73 @@
+"""Per-call latency of small dmlops calls (a script, not a test): what a caller pays besides
+the kernel's work, e.g. checking a model's numbers layer by layer.
+
+For each operator, a small input (one [1, 1, 112, 112] plane for pooling), warmed up, then
+timed in batches of calls; prints the median and the lowest batch's time per call, in µs.
+With ``--flush``, every call follows a 64 MiB write, as a call does after a large kernel has
+left nothing of dmlops in the caches.
+
+    python benchmarks/latency.py [--flush] [--backend cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import dmlops
+
+
+def cases(backend):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 1, 112, 112), dtype=np.float32)
+    y = np.empty((1, 1, 56, 56), np.float32)
+    xp = rng.standard_normal((1, 3, 64, 64), dtype=np.float32)
+    yp = np.empty((1, 3, 96, 96), np.float32)
+    q = rng.integers(0, 256, (1, 1, 56, 56), dtype=np.uint8)
+    qy = np.empty_like(q)
+    g = dict(strides=2, start_padding=1, end_padding=1, backend=backend)
+    return {
+        "max_pooling [1,1,112,112] 3x3 s2": lambda: dmlops.max_pooling(x, 3, out=y, **g),
+        "  with indices": lambda: dmlops.max_pooling(x, 3, output_indices=True, **g),
+        "average_pooling [1,1,112,112] 3x3 s2": lambda: dmlops.average_pooling(x, 3, out=y,
+                                                                               **g),
+        "max_pooling_grad [1,1,112,112] 3x3 s2": lambda: dmlops.max_pooling_grad(x, y, 3, **g),
+        "quantized avg uint8 [1,1,56,56] 3x3": lambda: dmlops.quantized_linear_average_pooling(
+            q, 0.02, 128, 0.015, 120, 3, start_padding=1, end_padding=1, out=qy,
+            backend=backend),
+        "padding [1,3,64,64] by 16, reflection": lambda: dmlops.padding(
+            xp, (0, 0, 16, 16), (0, 0, 16, 16), mode="reflection", out=yp, backend=backend),
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--flush", action="store_true", help="a 64 MiB write before every call")
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--batches", type=int, default=15)
+    args = ap.parse_args(argv)
+    junk = np.empty(1 << 24, np.float32)
+    batch = 20 if args.flush else 500
+    print(f"dmlops {dmlops.__version__}, backend {args.backend}"
+          f"{', 64 MiB written before each call' if args.flush else ''}; µs per call")
+    print(f"{'call':42} {'median':>8} {'lowest':>8}")
+    for name, call in cases(args.backend).items():
+        call()
+        times = []
+        for b in range(args.batches):
+            spent = 0.0
+            for i in range(batch):
+                if args.flush:
+                    junk.fill(i)
+                t0 = time.perf_counter()
+                call()
+                spent += time.perf_counter() - t0
+            times.append(spent / batch * 1e6)
+        print(f"{name:42} {statistics.median(times):8.1f} {min(times):8.1f}")
+
+
+if __name__ == "__main__":
+    main()
