@@ -3,7 +3,8 @@
 For each workload of ``peers.WORKLOADS`` this times dmlops (the ``cpu`` backend and the
 ``reference`` backend) and every available peer implementation listed in ``peers.IMPLS``, in
 one process: warm-up, then the median of repeats, the number of repeats chosen so that a row
-takes about ``--budget`` seconds. Inputs are prepared and layouts converted outside the
+takes about ``--budget`` seconds, the implementations taking turns (``ROUNDS`` rounds; the
+slow reference backend alone, first) so that a slow spell of the machine falls on all alike. Inputs are prepared and layouts converted outside the
 timing; outputs are preallocated where the peer allows it. Each result, dmlops cpu's included,
 is checked against the reference backend's (the SPEC's oracle), and a table is printed:
 
@@ -35,6 +36,7 @@ import statistics
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,43 +76,76 @@ def copy_bandwidth(nbytes: int = 1 << 30, runs: int = 5, threads: int = 2) -> fl
     return 2 * nbytes / statistics.median(times[1:]) / 1e9
 
 
-@dataclass
-class Timing:
-    median: float              # seconds
-    repeats: int
-    result: object
+ROUNDS = 5         # a full run times its implementations in this many interleaved rounds
+MOST = 200         # calls timed per implementation at most
 
 
-def measure(run, budget: float, quick: bool, cold_ok: bool = False) -> Timing:
-    """A warm-up call (two in a full run when a call is cheap: the first may compile), then
-    timed calls until there are enough of them (5; 3 when a call takes over a second; 1 with
-    ``quick``) and they have taken ``budget`` seconds, or 200 calls. With ``quick`` and
-    ``cold_ok`` (an implementation with nothing to compile), a first call over 0.2 s is the
-    only sample."""
+@contextmanager
+def _no_gc():
     enabled = gc.isenabled()
     gc.disable()
     try:
-        t0 = time.perf_counter()
-        result = run()
-        first = time.perf_counter() - t0
-        if quick and cold_ok and first > 0.2:
-            return Timing(first, 1, result)
-        if not quick and first < budget / 2:
-            result = run()
-        times = []
-        start = time.perf_counter()
-        while True:
-            t0 = time.perf_counter()
-            result = run()
-            times.append(time.perf_counter() - t0)
-            enough = 1 if quick else (3 if times[0] > 1.0 else 5)
-            if len(times) >= 200 or (len(times) >= enough and
-                                     time.perf_counter() - start >= budget):
-                break
+        yield
     finally:
         if enabled:
             gc.enable()
-    return Timing(statistics.median(times), len(times), result)
+
+
+@dataclass
+class Timing:
+    """One implementation's calls: warmed up, then timed (seconds each)."""
+    run: object
+    result: object = None
+    times: list = field(default_factory=list)
+    done: bool = False            # no more calls: a slow first call was the only sample
+
+    @property
+    def median(self):
+        return statistics.median(self.times)
+
+    def enough(self, budget: float, quick: bool) -> bool:
+        least = 1 if quick else (3 if self.times and self.times[0] > 1.0 else 5)
+        return self.done or len(self.times) >= MOST or (
+            len(self.times) >= least and sum(self.times) >= budget)
+
+
+def warm_up(run, budget: float, quick: bool, cold_ok: bool = False) -> Timing:
+    """A warm-up call (two in a full run when a call is cheap: the first may compile). With
+    ``quick`` and ``cold_ok`` (an implementation with nothing to compile), a first call over
+    0.2 s is the only sample."""
+    t = Timing(run)
+    with _no_gc():
+        t0 = time.perf_counter()
+        t.result = run()
+        first = time.perf_counter() - t0
+        if quick and cold_ok and first > 0.2:
+            t.times, t.done = [first], True
+        elif not quick and first < budget / 2:
+            t.result = run()
+    return t
+
+
+def sample(t: Timing, seconds: float, budget: float, quick: bool) -> None:
+    """Timed calls of ``t`` for about ``seconds`` (one at least), stopping early once it has
+    enough (``Timing.enough``)."""
+    with _no_gc():
+        start = time.perf_counter()
+        while not t.enough(budget, quick):
+            t0 = time.perf_counter()
+            t.result = t.run()
+            t.times.append(time.perf_counter() - t0)
+            if time.perf_counter() - start >= seconds:
+                break
+
+
+def interleaved(timings: list, budget: float, quick: bool, rounds: int) -> None:
+    """Time several implementations of one workload in turns: each round gives each about
+    ``budget / rounds`` seconds, so a spell when the machine is slow (a neighbour on the
+    host) falls on all of them alike rather than on whichever was running."""
+    for r in range(rounds):
+        last = r == rounds - 1
+        for t in timings:
+            sample(t, float("inf") if last else budget / rounds, budget, quick)
 
 
 # ------------------------------------------------------------------------------------------
@@ -149,8 +184,9 @@ def _first_line(e: BaseException) -> str:
     return msg if len(msg) <= 160 else msg[:159] + "…"
 
 
-def run_one(w, impl, data, args):
-    """Prepare, time and fetch one implementation: ``(row, arrays or None, check)``."""
+def start_one(w, impl, data, args):
+    """Prepare and warm up one implementation: ``(row, bench, timing)``, the last two None
+    where it was skipped or refused the workload (the row says why)."""
     row = Row(w, impl)
     if not peers.library_available(impl.library):
         row.status, row.note = "skipped", f"{peers.LIBRARIES[impl.library][0]} not installed"
@@ -164,31 +200,52 @@ def run_one(w, impl, data, args):
         row.status, row.note = "error", _first_line(e)
         return row, None, None
     try:
-        t = measure(bench.run, args.budget, args.quick, cold_ok=not impl.compiles)
-        got = tuple(bench.fetch(t.result))
+        timing = warm_up(bench.run, args.budget, args.quick, cold_ok=not impl.compiles)
     except Exception as e:
         row.status, row.note = "error", _first_line(e)
         return row, None, None
-    row.median, row.repeats, row.note = t.median, t.repeats, bench.note
-    return row, got, peers.check_of(w, bench)
+    return row, bench, timing
+
+
+def finish_one(row, bench, timing):
+    """The row's figures and the result's arrays (None where fetching it failed)."""
+    try:
+        got = tuple(bench.fetch(timing.result))
+    except Exception as e:
+        row.status, row.note = "error", _first_line(e)
+        return None
+    row.median, row.repeats, row.note = timing.median, len(timing.times), bench.note
+    return got
 
 
 def run_workload(w, data, args, report: Report, log) -> None:
+    """Time every implementation of ``w``: the reference backend (the SPEC's oracle, slow)
+    alone first, then the others interleaved (``interleaved``); then compare each result
+    with the oracle's."""
     impls = [i for i in peers.implementations(w) if
              (not i.is_dmlops or i.name.split()[-1] in args.backends) and
              (i.quick or not args.quick)]
-    # The reference backend (the SPEC's oracle) runs first: its result is what every other
-    # implementation, dmlops cpu included, is compared with. The table keeps registry order.
+    # The reference backend runs first: its result is what every other implementation,
+    # dmlops cpu included, is compared with. The table keeps registry order.
     order = sorted(impls, key=lambda i: i.name != "dmlops reference")
+    started = []
+    if order and order[0].name == "dmlops reference":
+        started.append(start_one(w, order[0], data, args))
+        if started[0][2] is not None:
+            sample(started[0][2], float("inf"), args.budget, args.quick)
+    alone = len(started)
+    started += [start_one(w, impl, data, args) for impl in order[alone:]]
+    interleaved([t for _, _, t in started[alone:] if t is not None], args.budget, args.quick,
+                1 if args.quick else ROUNDS)
     want = None
     rows = []
-    for impl in order:
-        t_row = time.perf_counter()
-        row, got, check = run_one(w, impl, data, args)
+    for impl, (row, bench, timing) in zip(order, started):
         rows.append(row)
+        got = None if bench is None else finish_one(row, bench, timing)
         if got is None:
             log(f"  {impl.name:<22} {row.status}: {row.note}")
             continue
+        check = peers.check_of(w, bench)
         if want is None and impl.is_dmlops:
             want = tuple(np.array(a, copy=True) for a in got)
             report.oracle[w.id] = impl.name
@@ -200,7 +257,7 @@ def run_workload(w, data, args, report: Report, log) -> None:
             row.agreement = "n/a (no dmlops result)"
         got = None
         log(f"  {impl.name:<22} {1e3 * row.median:10.2f} ms  x{row.repeats:<3} "
-            f"[{time.perf_counter() - t_row:5.1f} s]  {row.agreement}")
+            f"{row.agreement}")
     rows.sort(key=lambda r: impls.index(r.impl))
     base = next((r for r in rows if r.impl.is_dmlops and r.median is not None), None)
     for r in rows:
