@@ -221,7 +221,7 @@ def test_integer_values_round_once_around_every_shortcut(dtype):
     # 2^54 + 2^30 + 1: through float64 it would lose the +1 and tie (float32: to 2^54)
     ties = [2**24 + 1, 2**24 + 3, 2**53 - 1, 2**53, 2**53 + 1, 2**53 + 3, 2**54 + 2**30 + 1]
     values = list(range(-5000, 5001)) + ties + [-t for t in ties]
-    for v in (v for v in values if abs(v) < np.finfo(dtype).max):
+    for v in (v for v in values if abs(v) < float(np.finfo(dtype).max)):
         got = _round_int_to_float(v, np.dtype(dtype))
         f = Fraction(v)
         below, above = (np.nextafter(got, dtype(-np.inf)), np.nextafter(got, dtype(np.inf)))

@@ -18,7 +18,7 @@ def flat(a: np.ndarray):
     a = buffer_view(a)
     flags = a.flags
     if flags.c_contiguous and flags.writeable and a.size:
-        # the common case, typed as the general one (1-D, C, writable) at a tenth of its cost
+        # the common case, typed as the general one (1-D, C, writable) at a third of its cost
         return a.reshape(-1), 0, _c_steps(a.shape)
     item = a.itemsize
     if any(s % item for s in a.strides):        # an unaligned view: the one case that copies
