@@ -117,10 +117,12 @@ def _counts(in_spatial, out_spatial, window, strides, start, end, dilations, inc
 def _divisors(in_spatial, out_spatial, window, strides, start, end, dilations,
               include_padding, wide):
     """``_counts`` and the last dimension's factors as floats (float64 where ``wide``),
-    kept for later calls (the kernels only read them)."""
+    read-only and kept for later calls."""
     counts, cstart = _counts(in_spatial, out_spatial, window, strides, start, end, dilations,
                              include_padding)
     fdiv = counts[cstart[-1]:].astype(np.float64 if wide else np.float32)
+    for a in (counts, cstart, fdiv):
+        a.flags.writeable = False
     return counts, cstart, fdiv
 
 

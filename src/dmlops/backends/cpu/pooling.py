@@ -1451,13 +1451,16 @@ PLAN_BYTES = 1 << 20
 
 def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats):
     """``_make_plan``, kept for later calls of the same geometry and strides when small
-    (for a small operator, working it out again costs more than the kernel). The kernels
-    only read a plan, so calls and threads share it."""
+    (for a small operator, working it out again costs more than the kernel). Its arrays
+    are read-only, kept or not (one compiled type), so calls and threads share it safely."""
     key = tuple(tuple(a.tolist()) for a in (insz, outsz, win, strd, pad, dil, xs, ys, pitch))
     key += (table, want_flats)
     plan = _PLANS.get(key)
     if plan is None:
         plan = _make_plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats)
+        for a in plan:
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False     # shared: Numba refuses to compile a write
         if sum(a.nbytes for a in plan if isinstance(a, np.ndarray)) <= PLAN_BYTES:
             with _PLANS_LOCK:
                 if len(_PLANS) >= PLANS_KEPT:
@@ -1521,8 +1524,7 @@ def words(xi):
 
 def _positions(outsz, strides):
     """Each row position's offset (the spatial output coordinates but the last, row-major)
-    along ``strides`` (kernels only read it: one array serves every call alike; kept
-    where small)."""
+    along ``strides``: read-only, kept for later calls where small."""
     key = tuple(outsz.tolist()), tuple(np.asarray(strides).tolist())
     if math.prod(key[0][2:-1]) * 8 > PLAN_BYTES:
         return _positions_of.__wrapped__(*key)
@@ -1534,6 +1536,7 @@ def _positions_of(outsz, strides):
     at = np.zeros(1, np.int64)
     for d in range(2, len(outsz) - 1):
         at = (at[:, None] + np.arange(outsz[d], dtype=np.int64) * strides[d]).ravel()
+    at.flags.writeable = False
     return at
 
 
