@@ -4,8 +4,9 @@ For each workload of ``peers.WORKLOADS`` this times dmlops (the ``cpu`` backend 
 ``reference`` backend) and every available peer implementation listed in ``peers.IMPLS``, in
 one process: warm-up, then the median of repeats, the number of repeats chosen so that a row
 takes about ``--budget`` seconds, the implementations taking turns (``ROUNDS`` rounds; the
-slow reference backend alone, first) so that a slow spell of the machine falls on all alike. Inputs are prepared and layouts converted outside the
-timing; outputs are preallocated where the peer allows it. Each result, dmlops cpu's included,
+slow reference backend alone, first) so that a slow spell of the machine falls on all
+alike. Inputs are prepared and layouts converted outside the timing; outputs are
+preallocated where the peer allows it. Each result, dmlops cpu's included,
 is checked against the reference backend's (the SPEC's oracle), and a table is printed:
 
     workload, implementation, median ms, GB/s (bytes read once + written once),
@@ -98,6 +99,7 @@ class Timing:
     result: object = None
     times: list = field(default_factory=list)
     done: bool = False            # no more calls: a slow first call was the only sample
+    error: str = ""               # a timed call raised: the first line of what it said
 
     @property
     def median(self):
@@ -145,7 +147,12 @@ def interleaved(timings: list, budget: float, quick: bool, rounds: int) -> None:
     for r in range(rounds):
         last = r == rounds - 1
         for t in timings:
-            sample(t, float("inf") if last else budget / rounds, budget, quick)
+            if t.error:
+                continue
+            try:
+                sample(t, float("inf") if last else budget / rounds, budget, quick)
+            except Exception as e:       # reported in its row; the others go on
+                t.error = _first_line(e)
 
 
 # ------------------------------------------------------------------------------------------
@@ -208,11 +215,14 @@ def start_one(w, impl, data, args):
 
 
 def finish_one(row, bench, timing):
-    """The row's figures and the result's arrays (None where fetching it failed)."""
+    """The row's figures and the result's arrays (None where a timed call or fetching the
+    result failed)."""
     try:
+        if timing.error:
+            raise RuntimeError(timing.error)
         got = tuple(bench.fetch(timing.result))
     except Exception as e:
-        row.status, row.note = "error", _first_line(e)
+        row.status, row.note = "error", timing.error or _first_line(e)
         return None
     row.median, row.repeats, row.note = timing.median, len(timing.times), bench.note
     return got
@@ -232,7 +242,7 @@ def run_workload(w, data, args, report: Report, log) -> None:
     if order and order[0].name == "dmlops reference":
         started.append(start_one(w, order[0], data, args))
         if started[0][2] is not None:
-            sample(started[0][2], float("inf"), args.budget, args.quick)
+            interleaved([started[0][2]], args.budget, args.quick, 1)       # alone
     alone = len(started)
     started += [start_one(w, impl, data, args) for impl in order[alone:]]
     interleaved([t for _, _, t in started[alone:] if t is not None], args.budget, args.quick,

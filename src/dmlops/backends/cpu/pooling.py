@@ -26,7 +26,6 @@ padded with zeros, so that every output of a row reads its whole window from the
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 from functools import lru_cache
@@ -1443,30 +1442,38 @@ def _max_loop(r0, r1, xb, xo, xs, insz, pitch, yb, yo, ys, ib, io, ist, outsz, w
                 _put(ib, irow + o * isk, empty_index)
 
 
-_PLANS: dict = {}
-_PLANS_LOCK = threading.Lock()
-PLANS_KEPT = 32              # plans kept for calls to come (each under PLAN_BYTES)
+_PLANS: dict = {}             # _plan's results kept, by geometry and strides
+_POSITIONS: dict = {}         # _positions' likewise
+_KEPT_LOCK = threading.Lock()
+PLANS_KEPT = 32               # results kept per store (each under PLAN_BYTES)
 PLAN_BYTES = 1 << 20
 
 
+def _kept(store, key, make):
+    """``make()`` (an array or a tuple with arrays), made read-only and kept in ``store``
+    for later calls with the same ``key`` when small: for a small operator, working it out
+    again costs more than the kernel. Read-only whether kept or not (one compiled type),
+    so calls and threads share it safely: Numba refuses to compile a write to it."""
+    got = store.get(key)
+    if got is None:
+        got = make()
+        arrays = [a for a in (got if isinstance(got, tuple) else (got,))
+                  if isinstance(a, np.ndarray)]
+        for a in arrays:
+            a.flags.writeable = False
+        if sum(a.nbytes for a in arrays) <= PLAN_BYTES:
+            with _KEPT_LOCK:
+                if len(store) >= PLANS_KEPT:
+                    store.pop(next(iter(store)))      # the oldest
+                store[key] = got
+    return got
+
+
 def _plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats):
-    """``_make_plan``, kept for later calls of the same geometry and strides when small
-    (for a small operator, working it out again costs more than the kernel). Its arrays
-    are read-only, kept or not (one compiled type), so calls and threads share it safely."""
+    """``_make_plan``, kept (``_kept``)."""
     key = tuple(tuple(a.tolist()) for a in (insz, outsz, win, strd, pad, dil, xs, ys, pitch))
-    key += (table, want_flats)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _make_plan(insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats)
-        for a in plan:
-            if isinstance(a, np.ndarray):
-                a.flags.writeable = False     # shared: Numba refuses to compile a write
-        if sum(a.nbytes for a in plan if isinstance(a, np.ndarray)) <= PLAN_BYTES:
-            with _PLANS_LOCK:
-                if len(_PLANS) >= PLANS_KEPT:
-                    _PLANS.pop(next(iter(_PLANS)))      # the oldest
-                _PLANS[key] = plan
-    return plan
+    return _kept(_PLANS, key + (table, want_flats), lambda: _make_plan(
+        insz, outsz, win, strd, pad, dil, xs, ys, pitch, table, want_flats))
 
 
 @njit(**_OPTS)
@@ -1524,19 +1531,15 @@ def words(xi):
 
 def _positions(outsz, strides):
     """Each row position's offset (the spatial output coordinates but the last, row-major)
-    along ``strides``: read-only, kept for later calls where small."""
+    along ``strides``, kept (``_kept``)."""
     key = tuple(outsz.tolist()), tuple(np.asarray(strides).tolist())
-    if math.prod(key[0][2:-1]) * 8 > PLAN_BYTES:
-        return _positions_of.__wrapped__(*key)
-    return _positions_of(*key)
+    return _kept(_POSITIONS, key, lambda: _positions_of(*key))
 
 
-@lru_cache(maxsize=64)
 def _positions_of(outsz, strides):
     at = np.zeros(1, np.int64)
     for d in range(2, len(outsz) - 1):
         at = (at[:, None] + np.arange(outsz[d], dtype=np.int64) * strides[d]).ravel()
-    at.flags.writeable = False
     return at
 
 
