@@ -775,6 +775,42 @@ def test_cache_path_follows_every_source_file(tmp_path):
     assert _cache.sources_digest(tmp_path) != before
 
 
+def test_kernels_compiled_in_process_are_optimised_twice(tmp_path):
+    """A kernel compiled in this process runs its callees as compiled first (optimised
+    once, and then some loops are not vectorised: up to 3x slower than the same kernel
+    from the cache). While one of the package's functions compiles, Numba's first module
+    pass runs at -O3 with loop vectorisation; other functions keep Numba's settings, which
+    are restored after. (A fresh process and cache: nothing is loaded, all is compiled.)"""
+    code = """if True:
+        import numba
+        from dmlops.backends.cpu import _cache, pooling
+        assert _cache.OPTIMISED, "Numba's code generator lacks _loopvect/_opt_level"
+        cg = _cache._codegen
+        default = (cg._opt_level, cg._loopvect)
+        numba.njit(lambda a: a)(1)      # (Numba's own runtime compiles first, as it is)
+        seen = {"ours": set(), "other": set()}
+        now = "ours"
+        make = cg._module_pass_manager
+        def spy(**kw):
+            if kw.get("cost") == "cheap":
+                seen[now].add((kw.get("opt"), kw.get("loop_vectorize")))
+            return make(**kw)
+        cg._module_pass_manager = spy
+        pooling._valid_range.compile("(int64, int64, int64, int64)")
+        now = "other"
+        @numba.njit
+        def other(a):
+            return a + 1
+        other(1)
+        assert (cg._opt_level, cg._loopvect) == default
+        print(seen == {"ours": {(3, True)}, "other": {default}}, seen)
+    """
+    env = dict(os.environ, DMLOPS_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.startswith("True"), proc.stdout + proc.stderr
+
+
 def test_rows_without_a_table(monkeypatch):
     """Calls whose row table would be too large find each row's window offsets as they go
     (``pooling.TABLE``, read at call time; 0 here forces that path): same bits."""
