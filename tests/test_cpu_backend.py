@@ -364,6 +364,31 @@ def test_stream_copy_any_alignment(dtype):
                 assert np.array_equal(dst, want), (d0, n, stream)
 
 
+def test_prefetch_spans_are_clamped_hints():
+    """``prefetch`` (the next block's input, ``_stream``) takes any span, however far
+    outside its array (before it, past its end, empty or reversed), without a fault or a
+    change; and the code that issues it is really there (``prefetcht1``, on x86)."""
+    import platform
+
+    from numba import njit
+
+    from dmlops.backends.cpu._stream import prefetch
+
+    @njit
+    def hint(a, lo, hi):
+        prefetch(a, lo, hi)
+        return a.sum()
+
+    a = np.arange(1000, dtype=np.float32)
+    for lo, hi in ((0, 1000), (-(1 << 40), 1 << 40), (990, 5000), (5000, 9000),
+                   (-500, -1), (700, 300), (0, 0)):
+        assert hint(a, lo, hi) == np.arange(1000, dtype=np.float32).sum()
+    assert np.array_equal(a, np.arange(1000, dtype=np.float32))
+    if platform.machine() in ("x86_64", "AMD64"):
+        asm = hint.inspect_asm(hint.signatures[0])
+        assert "prefetcht1" in asm
+
+
 @settings(max_examples=100)
 @given(c=cases([np.int8, np.uint8]), dout=st.sampled_from([np.int8, np.uint8]),
        per_channel=st.booleans(), incl=st.booleans())

@@ -39,7 +39,7 @@ from ._coords import advance as _advance
 from ._coords import decode as _decode
 from ._half import half_tag, is_half, load, narrow, store, value_array, widen
 from ._nrt import borrowed as _b
-from ._stream import BIG, fence, stream_copy
+from ._stream import BIG, fence, prefetch, stream_copy
 from ._threads import parallel
 
 _OPTS = dict(cache=True, nogil=True)
@@ -1279,7 +1279,13 @@ def _flat_rows(r0, r1, xi, xw, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, s
                             hj, jk)
         if odd:
             return r, r + nb
+        # the next block's rows, while this block's rows are reduced (from the cache): else
+        # the memory idles until its runs. Where rows are dense (planes of NCHW data), they
+        # follow this block's in memory; elsewhere this only fetches lines for nothing.
+        ahead = xplane + eo[ne - 1] + hb * rpitch if ne > 0 else 0
+        span = nrun * rpitch if ne > 0 else 0
         for i in range(nb):
+            prefetch(xi, ahead + span * i // nb, ahead + span * (i + 1) // nb)
             om = om0 + i
             yrow = yplane + ytab[pos + i]
             a, b = wr[0, m, om], wr[1, m, om]
@@ -2013,7 +2019,12 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
             acc[i] = 0
         # (unsigned indices here: no checks for negative ones, and the loops vectorise)
         q, one = np.uint64(0), np.uint64(1)
+        # the next plane's dy, row by row while this plane's is added (``_stream``)
+        dyahead = dyo + (p + 1) // outsz[1] * dys[0] + (p + 1) % outsz[1] * dys[1]
+        dyrow = (olast - 1) * dys[rank - 1] + 1
         for pos in range(npos):
+            if p + 1 < p1:
+                prefetch(dyb, dyahead + dytab[pos], dyahead + dytab[pos] + dyrow)
             udy = np.uint64(dyplane + dytab[pos])
             for o in range(olast):
                 e = np.int64(ib[1][q]) if wide else np.int64(ib[0][q])
