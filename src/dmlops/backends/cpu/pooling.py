@@ -1159,13 +1159,16 @@ def _edge_column(xi, base, nrun, pitch, owp, o, sk, dk, pk, jlo, jhi, jv, nj, ks
     an element read is −0.0 or a NaN."""
     odd = False
     first = True
+    # (unsigned: every position is a real element's, and the rows step forwards; signed,
+    # each load paid a negative-index test, and these loops cost int8 pooling 13 %)
+    uh, up, uw = np.uint64(h0 + o), np.uint64(pitch), np.uint64(owp)
     for i in range(nj):
         j = jv[i]
         if jlo[j] <= o < jhi[j]:
-            at = base + o * sk + j * dk - pk
-            for h in range(nrun):
-                v = _key(xi[at + h * pitch], kspec)
-                _keep(hk, hj, None, h0 + h * owp + o, v, jk[i], jk[i], first)
+            at = np.uint64(base + o * sk + j * dk - pk)
+            for h in range(np.uint64(nrun)):
+                v = _key(xi[at + h * up], kspec)
+                _keep(hk, hj, None, uh + h * uw, v, jk[i], jk[i], first)
                 odd |= _odd(v, kspec)
             first = False
     if first:
@@ -1821,8 +1824,10 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
     if staged:
         # Staged rows are padded with zeros, which add nothing to a sum (exactly: a float
         # sum from +0.0 is never -0.0), so every output reads every window offset: no
-        # edge outputs, and as many outputs as whole vectors (those past the row unused)
-        blk = 32 // acc_proto.itemsize
+        # edge outputs, and as many outputs as whole vectors (those past the row unused):
+        # of 64 bytes, the widest here (of 32, a row of 56 float sums left 8 to the sum
+        # loop's scalar remainder, 14 % of a float16 average pooling, one thread)
+        blk = 64 // acc_proto.itemsize
         nacc = -(-olast // blk) * blk
         padl = max(0, pk)
         width = max(padl + ncols, (nacc - 1) * sk + (win[k - 1] - 1) * dk - pk + padl + 1)
