@@ -1826,7 +1826,7 @@ def _sum_rows(r0, r1, xb, xo, xs, insz, yb, yo, ys, outsz, win, strd, pad, dil, 
         # sum from +0.0 is never -0.0), so every output reads every window offset: no
         # edge outputs, and as many outputs as whole vectors (those past the row unused):
         # of 64 bytes, the widest here (of 32, a row of 56 float sums left 8 to the sum
-        # loop's scalar remainder, 14 % of a float16 average pooling, one thread)
+        # loop's scalar remainder: 16 % of a float16 average pooling's profile, one thread)
         blk = 64 // acc_proto.itemsize
         nacc = -(-olast // blk) * blk
         padl = max(0, pk)
