@@ -197,14 +197,14 @@ def _layout(draw, shape, dtype, data):
     return data
 
 
-@st.composite
-def cases(draw, dtypes):
+def _geometry(draw, most_size=7, most_window=3, most_stride=3):
+    """A shape and a window geometry: ``shape, window, dil, strides, start, end, sizes``."""
     k = draw(st.integers(1, 3))
-    spatial = draw(st.lists(st.integers(1, 7), min_size=k, max_size=k))
+    spatial = draw(st.lists(st.integers(1, most_size), min_size=k, max_size=k))
     shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + tuple(spatial)
-    window = tuple(draw(st.integers(1, 3)) for _ in range(k))
+    window = tuple(draw(st.integers(1, most_window)) for _ in range(k))
     dil = tuple(draw(st.integers(1, 2)) for _ in range(k))
-    strides = tuple(draw(st.integers(1, 3)) for _ in range(k))
+    strides = tuple(draw(st.integers(1, most_stride)) for _ in range(k))
     start = tuple(draw(st.integers(0, 3)) for _ in range(k))
     end = [draw(st.integers(0, 3)) for _ in range(k)]
     for i in range(k):      # the effective window must fit the padded input
@@ -212,6 +212,13 @@ def cases(draw, dtypes):
         end[i] += max(0, need)
     sizes = dml.pooling_output_sizes(shape, window, strides=strides, start_padding=start,
                                      end_padding=end, dilations=dil)
+    return shape, window, dil, strides, start, end, sizes
+
+
+@st.composite
+def cases(draw, dtypes):
+    shape, window, dil, strides, start, end, sizes = _geometry(draw)
+    k = len(window)
     extra = tuple(draw(st.integers(0, 1)) for _ in range(k))
     out = tuple(s + e for s, e in zip(sizes[2:], extra))
     dtype = draw(st.sampled_from(dtypes))
@@ -430,6 +437,99 @@ def test_quantized_sums_at_the_accumulators_limits(window, din):
                                                     backend="reference")
         assert _same(got, want)
         assert abs(int(got[0, 0, 0, 0])) == 64         # all 255 from the zero point
+
+
+@st.composite
+def unit_stride_cases(draw):
+    """Quantized pooling that the cpu backend does a plane at a time (``planes``): unit
+    strides, any rank, window (wider than 3 too), dilation and padding, outputs past the
+    end padding, any layout of x and of out, per-tensor or per-channel parameters."""
+    shape, window, dil, _, start, end, sizes = _geometry(draw, 9, 5, 1)
+    k = len(window)
+    out = sizes[:2] + tuple(s + draw(st.integers(0, 1)) for s in sizes[2:])
+    din = draw(st.sampled_from([np.int8, np.uint8]))
+    dout = draw(st.sampled_from([np.int8, np.uint8]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    info = np.iinfo(din)
+    x = _layout(draw, shape, din, rng.integers(info.min, info.max, shape, din, endpoint=True))
+    pshape = (1, shape[1]) + (1,) * k if draw(st.booleans()) else ()
+    params = ((rng.random(pshape) * 0.1 + 0.001).astype(np.float32),
+              rng.integers(0, 100, pshape).astype(din),
+              (rng.random(pshape) * 0.1 + 0.001).astype(np.float32),
+              rng.integers(0, 100, pshape).astype(dout))
+    kw = dict(start_padding=start, end_padding=tuple(end), dilations=dil,
+              include_padding=draw(st.booleans()))
+    y = np.zeros(out, dout)
+    if draw(st.booleans()):                          # out= reversed along its last axis
+        y = np.zeros(out, dout)[..., ::-1]
+    return x, params, window, kw, y
+
+
+def _quantized_desc_run(x, params, window, kw, out_shape, backend):
+    """Quantized pooling through the description layer, whose output sizes may exceed the
+    computed ones (SPEC 2: windows past the end padding)."""
+    s_in, z_in, s_out, z_out = params
+    k = len(window)
+    ps = (1,) * (2 + k) if np.ndim(s_in) == 0 else np.shape(s_in)
+    f = {np.dtype(np.int8): "INT8", np.dtype(np.uint8): "UINT8"}
+    desc = dml.QuantizedLinearAveragePoolingDesc(
+        input_tensor=dml.TensorDesc(f[x.dtype], x.shape),
+        input_scale_tensor=dml.TensorDesc("FLOAT32", ps),
+        input_zero_point_tensor=dml.TensorDesc(f[z_in.dtype], ps),
+        output_scale_tensor=dml.TensorDesc("FLOAT32", ps),
+        output_zero_point_tensor=dml.TensorDesc(f[z_out.dtype], ps),
+        output_tensor=dml.TensorDesc(f[z_out.dtype], out_shape), strides=(1,) * k,
+        window_size=window, start_padding=kw["start_padding"], end_padding=kw["end_padding"],
+        dilations=kw["dilations"], include_padding=kw["include_padding"])
+    op = dml.compile_operator(desc, backend=backend)
+    bind = dict(input_tensor=x, input_scale_tensor=np.reshape(s_in, ps),
+                input_zero_point_tensor=np.reshape(z_in, ps),
+                output_scale_tensor=np.reshape(s_out, ps),
+                output_zero_point_tensor=np.reshape(z_out, ps))
+    return op.execute(**bind)["output_tensor"]
+
+
+@settings(max_examples=150)
+@given(c=unit_stride_cases())
+def test_quantized_unit_strides_plane_way(c):
+    from dmlops.backends.cpu import planes
+    x, params, window, kw, y = c
+    assert planes.extents(x.shape[2:], y.shape[2:], window, (1,) * len(window),
+                          kw["start_padding"], kw["dilations"]) is not None
+    sizes = dml.pooling_output_sizes(x.shape, window, start_padding=kw["start_padding"],
+                                     end_padding=kw["end_padding"], dilations=kw["dilations"])
+    if y.shape != tuple(sizes):
+        got, want = (_quantized_desc_run(x, params, window, kw, y.shape, b)
+                     for b in ("cpu", "reference"))
+    else:
+        got = dml.quantized_linear_average_pooling(x, *params, window, out=y, backend="cpu",
+                                                   **kw)
+        want = dml.quantized_linear_average_pooling(x, *params, window, backend="reference",
+                                                    **kw)
+        assert got is y
+    assert _same(got, want)
+
+
+def test_quantized_plane_way_limit(monkeypatch):
+    """Planes past ``PLANE_MOST`` go the row way, with the same bits; both ways at int32
+    sums too (a 12x12 window: 144 elements)."""
+    from dmlops.backends.cpu import planes
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 256, (2, 3, 20, 31), np.uint8)
+    for window in (3, 12):
+        args = (x, 0.01, np.uint8(3), 0.05, np.uint8(128), window)
+        kw = dict(start_padding=2, end_padding=(1, 4), include_padding=False)
+        want = dml.quantized_linear_average_pooling(*args, backend="reference", **kw)
+        assert planes.extents(x.shape[2:], want.shape[2:], (window,) * 2, (1, 1), (2, 2),
+                              (1, 1)) is not None
+        plane = dml.quantized_linear_average_pooling(*args, backend="cpu", **kw)
+        monkeypatch.setattr(planes, "PLANE_MOST", 100)
+        assert planes.extents(x.shape[2:], want.shape[2:], (window,) * 2, (1, 1), (2, 2),
+                              (1, 1)) is None
+        rows = dml.quantized_linear_average_pooling(*args, backend="cpu", **kw)
+        monkeypatch.undo()
+        assert _same(plane, want) and _same(rows, want)
+        assert len(np.unique(want)) > 10
 
 
 def test_out_with_any_strides():

@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import family as _f
+from . import planes as _p
 from . import pooling as _k
 from .padding import padding  # noqa: F401
 from ._buffers import bits, flat, ints
@@ -143,6 +144,14 @@ def _sum_pool(x, y, window, strides, start, end, dilations, include_padding, acc
                                      tuple(start), tuple(end), tuple(dilations),
                                      bool(include_padding), acc == np.float64)
     zp_in, s_in, zp_out, s_out = quant
+    ext = None if quant is _NO_QUANT else _p.extents(x.shape[2:], y.shape[2:], window,
+                                                     strides, start, dilations)
+    if ext is not None:
+        _p.plane_sum_kernel(xb, xo, xs, ints(x.shape), yb, yo, ys, ints(y.shape), ints(window),
+                            ints(start), ints(dilations), ext, counts, cstart, fdiv,
+                            tag_for(x.dtype), np.zeros(1, acc), zp_in, s_in, zp_out, s_out,
+                            *_range(y.dtype))
+        return
     _k.sum_pool_kernel(xb, xo, xs, ints(x.shape), _pitch(x.shape), yb, yo, ys, ints(y.shape),
                        *_window(window, strides, start, dilations), counts, cstart, fdiv,
                        tag_for(x.dtype), np.zeros(1, acc), zp_in, s_in, zp_out, s_out,

@@ -22,6 +22,8 @@ their order (SPEC 5): a pass adds up to three window offsets of a row, or three 
 elements' worth of them, to each output in turn (``_row_sums``). float16 and quantized rows
 are staged first, each input row once (``_staged``): converted, or less its zero point, and
 padded with zeros, so that every output of a row reads its whole window from the stage.
+Quantized pooling with unit strides, whose integer sums may go in any order, goes a plane at
+a time instead, one dimension after another (``planes``).
 """
 
 from __future__ import annotations
@@ -1728,16 +1730,22 @@ def _add3(xb, u0, ustep, d1, d2, m, ulo, uhi, tag, zp, acc):
 
 
 @njit(inline="always", **_OPTS)
+def _requantized(a, d, s_in, s_out, zq, qlo, qhi, yt):
+    """SPEC 3.3 steps 3-5 for a sum ``a`` and its divisor's float ``d``, in float32
+    throughout: ``rint(t) + zq`` is exact wherever the clamp does not decide the result."""
+    t = np.float32(a) * s_in
+    t = t / (d if d > 0 else np.float32(1))
+    t = t / s_out
+    v = min(max(np.float32(np.rint(t)) + zq, qlo), qhi)
+    return yt(v if d > 0 else zq)
+
+
+@njit(inline="always", **_OPTS)
 def _requantize_row(acc, fdiv, fod, s_in, s_out, zq, qlo, qhi, yb, yrow, ysk, olast):
-    """SPEC 3.3 steps 3-5 for a row, in float32 throughout: ``rint(t) + zq`` is exact
-    wherever the clamp does not decide the result."""
+    """A row's requantized outputs (``_requantized``)."""
     for o in range(np.uint64(olast)):
-        d = fod * fdiv[o]
-        q = np.float32(acc[o]) * s_in
-        q = q / (d if d > 0 else np.float32(1))
-        q = q / s_out
-        v = min(max(np.float32(np.rint(q)) + zq, qlo), qhi)
-        yb[yrow + o * ysk] = yb.dtype.type(v if d > 0 else zq)
+        yb[yrow + o * ysk] = _requantized(acc[o], fod * fdiv[o], s_in, s_out, zq, qlo, qhi,
+                                          yb.dtype.type)
 
 
 @njit(inline="always", **_OPTS)
