@@ -7,8 +7,9 @@ go one dimension at a time (separable): the plane, less its zero point, is stage
 zeroed scratch laid out with the padding around it, and each dimension's pass adds its
 window offsets to every position in one flat loop. A 3×3 window costs four additions an
 output instead of eight, and the loops run over whole planes instead of rows of tens of
-outputs (the row way's per-row work was most of the time of workload 7). The sums are
-requantized as the row way does (``_requantize_row``): the same bits.
+outputs (the row way's per-row work was most of the time of workload 7). Each sum is
+requantized as the row way does it (``_requantized``, the same divisor's float): the same
+bits.
 
 A position near the end of a padded row adds elements of the next row: its sum is
 meaningless, but no output reads it, since an output's window stays inside the padded
@@ -35,8 +36,8 @@ from .pooling import _convert, _outer_divisors, _positions, _requantized
 
 _OPTS = dict(cache=True, nogil=True)
 
-# The most elements of a padded plane. A task holds three planes of sums (int16 or int32),
-# which stay in a core's L2 cache up to here (768 KiB at int32); beyond, the passes would
+# The most elements of a padded plane. A task holds three planes (the stage and two of sums,
+# int16 or int32), in a core's L2 cache up to here (768 KiB at int32); beyond, the passes would
 # stream each plane through memory several times, and the row way reads it once.
 PLANE_MOST = 1 << 16
 
