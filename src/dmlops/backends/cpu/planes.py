@@ -32,7 +32,7 @@ from . import _cache  # noqa: F401  (routes the on-disk cache to the user cache 
 from ._coords import advance
 from ._nrt import borrowed as _b
 from ._threads import parallel
-from .pooling import _convert, _outer_divisors, _positions, _requantized
+from .pooling import _convert, _outer_divisors, _positions, _requantized, channel_params
 
 _OPTS = dict(cache=True, nogil=True)
 
@@ -45,7 +45,8 @@ PLANE_MOST = 1 << 16
 def extents(in_spatial, out_spatial, window, strides, start, dilations):
     """The padded plane's extents (the input after ``start`` zeros, and as far as the last
     window reaches), or None where the plane way does not apply: a stride other than 1,
-    or a plane larger than ``PLANE_MOST``."""
+    an empty input or output, or a plane larger than ``PLANE_MOST`` (those go the row
+    way)."""
     if (any(s != 1 for s in strides) or any(p < 0 for p in start)
             or min(in_spatial) < 1 or min(out_spatial) < 1):
         return None
@@ -84,22 +85,20 @@ def _pass(src, dst, n, off, w):
 
 
 @njit(**_OPTS)
-def _plane_task(p0, p1, xb, xo, xs, insz, yb, yo, ys, outsz, win, pad, dil, ext, ytab, stab,
-                odiv, fdiv, zp_in, scale_in, zp_out, scale_out, qlo, qhi, tag, acc_proto):
-    """Planes [p0, p1) of ``plane_sum_kernel`` (one thread's task): ``stab[pos]`` and
-    ``ytab[pos]`` each output row's first sum and output, ``odiv`` and ``fdiv`` the
-    divisors' factors (``sum_pool_kernel``)."""
+def _plane_task(p0, p1, xb, xo, xs, insz, yb, yo, ys, outsz, win, pad, dil, ext, pitch, ytab,
+                stab, odiv, fdiv, zp_in, scale_in, zp_out, scale_out, qlo, qhi, tag, acc_proto):
+    """Planes [p0, p1) of ``plane_sum_kernel`` (one thread's task): ``pitch[2:]`` the padded
+    plane's pitches, ``stab[pos]`` and ``ytab[pos]`` each output row's first sum and output,
+    ``odiv`` and ``fdiv`` the divisors' factors (``sum_pool_kernel``)."""
     xb, xs, insz, yb, ys, outsz = _b(xb), _b(xs), _b(insz), _b(yb), _b(ys), _b(outsz)
     win, pad, dil, ext, ytab, stab = _b(win), _b(pad), _b(dil), _b(ext), _b(ytab), _b(stab)
+    pitch = _b(pitch)
     odiv, fdiv, zp_in, scale_in = _b(odiv), _b(fdiv), _b(zp_in), _b(scale_in)
     zp_out, scale_out, tag = _b(zp_out), _b(scale_out), _b(tag)
     rank = insz.shape[0]
     k = rank - 2
-    size = 1
-    pp = np.empty(k, np.int64)              # the padded plane's pitches
-    for d in range(k - 1, -1, -1):
-        pp[d] = size
-        size *= ext[d]
+    pp = pitch[2:]                          # the padded plane's pitches
+    size = ext[0] * pp[0]
     # the stage (zeros around the plane, written again only inside) and two planes of sums
     stage = np.zeros(size, acc_proto.dtype)
     s0, s1 = np.empty(size, acc_proto.dtype), np.empty(size, acc_proto.dtype)
@@ -112,10 +111,7 @@ def _plane_task(p0, p1, xb, xo, xs, insz, yb, yo, ys, outsz, win, pad, dil, ext,
     fqlo, fqhi = np.float32(qlo), np.float32(qhi)
     for p in range(p0, p1):
         n, c = p // insz[1], p % insz[1]
-        zp = acc_proto.dtype.type(zp_in[c if zp_in.shape[0] > 1 else 0])
-        zq = np.float32(zp_out[c if zp_out.shape[0] > 1 else 0])
-        s_in = scale_in[c if scale_in.shape[0] > 1 else 0]
-        s_out = scale_out[c if scale_out.shape[0] > 1 else 0]
+        zp, zq, s_in, s_out = channel_params(zp_in, scale_in, zp_out, scale_out, c, acc_proto)
         xplane = xo + n * xs[0] + c * xs[1]
         for d in range(rank):
             coords[d] = 0
@@ -139,8 +135,8 @@ def _plane_task(p0, p1, xb, xo, xs, insz, yb, yo, ys, outsz, win, pad, dil, ext,
                 dst = s0 if nxt == 0 else s1
                 _pass(src, dst, live, dil[d] * pp[d], win[d])
                 src, nxt = dst, 1 - nxt
-        _requantize_rows(_b(src), stab, ytab, odiv, fdiv, s_in, s_out, zq, fqlo, fqhi, yb,
-                         yo + n * ys[0] + c * ys[1], ys[rank - 1], olast)
+        _requantize_rows(_b(src), stab, ytab, odiv, fdiv, s_in, s_out, np.float32(zq), fqlo,
+                         fqhi, yb, yo + n * ys[0] + c * ys[1], ys[rank - 1], olast)
 
 
 SPAN = 16       # outputs per fixed-length loop of a row's requantization (64 bytes of float32)
@@ -179,14 +175,10 @@ def plane_sum_kernel(xb, xo, xs, insz, yb, yo, ys, outsz, win, pad, dil, ext, co
     """``sum_pool_kernel``'s quantized pooling (the same arguments, the same bits) where
     every stride is 1 and ``ext`` (``extents``) is not None: planes are shared out among
     threads, each written by one task."""
-    rank = len(insz)
-    pp = np.zeros(rank, np.int64)
-    size = 1
-    for d in range(rank - 1, 1, -1):
-        pp[d] = size
-        size *= ext[d - 2]
+    pp = np.zeros(len(insz), np.int64)     # the padded plane's pitches, in pp[2:]
+    pp[2:] = np.cumprod(np.append(1, ext[:0:-1]))[::-1]
     ytab, stab = _positions(outsz, ys), _positions(outsz, pp)
     odiv = _outer_divisors(outsz, counts, cstart, ytab.shape[0])
     parallel(_plane_task, int(insz[0] * insz[1]), xb, xo, xs, insz, yb, yo, ys, outsz, win,
-             pad, dil, ext, ytab, stab, odiv, fdiv, zp_in, scale_in, zp_out, scale_out, qlo,
-             qhi, tag, acc_proto, item_size=int(np.prod(outsz[2:])))
+             pad, dil, ext, pp, ytab, stab, odiv, fdiv, zp_in, scale_in, zp_out, scale_out,
+             qlo, qhi, tag, acc_proto, item_size=int(np.prod(outsz[2:])))

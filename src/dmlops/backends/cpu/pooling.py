@@ -1730,6 +1730,16 @@ def _add3(xb, u0, ustep, d1, d2, m, ulo, uhi, tag, zp, acc):
 
 
 @njit(inline="always", **_OPTS)
+def channel_params(zp_in, scale_in, zp_out, scale_out, c, acc):
+    """Channel ``c``'s ``(zp_in, zp_out, scale_in, scale_out)``, each given per tensor (one
+    value) or per channel; the input's zero point in the sums' type (``acc``'s)."""
+    one = zp_in.shape[0] == 1
+    return (acc.dtype.type(zp_in[0 if one else c]), zp_out[0 if zp_out.shape[0] == 1 else c],
+            scale_in[0 if scale_in.shape[0] == 1 else c],
+            scale_out[0 if scale_out.shape[0] == 1 else c])
+
+
+@njit(inline="always", **_OPTS)
 def _requantized(a, d, s_in, s_out, zq, qlo, qhi, yt):
     """SPEC 3.3 steps 3-5 for a sum ``a`` and its divisor's float ``d``, in float32
     throughout: ``rint(t) + zq`` is exact wherever the clamp does not decide the result."""
@@ -1894,10 +1904,7 @@ def _sum_task(r0, r1, xb, xo, xs, yb, yo, ys, outsz, win, strd, pad, dil, pitch,
         if r == r0 or pos == 0:
             xplane = xo + n * xs[0] + c * xs[1]
             yplane = yo + n * ys[0] + c * ys[1]
-            zp = acc.dtype.type(zp_in[c if zp_in.shape[0] > 1 else 0])
-            zq = zp_out[c if zp_out.shape[0] > 1 else 0]
-            s_in = scale_in[c if scale_in.shape[0] > 1 else 0]
-            s_out = scale_out[c if scale_out.shape[0] > 1 else 0]
+            zp, zq, s_in, s_out = channel_params(zp_in, scale_in, zp_out, scale_out, c, acc)
         count = ocnt[pos]
         if count > 0:
             orow = _offsets(pos, otab, outsz, wr, xs, win, strd, pad, dil, pitch, coords,
