@@ -729,6 +729,30 @@ def test_max_values_flat_runs(c, dtype, flat, odd, seed, indices):
         _max_as_reference(x, window, indices, **kw)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.float32, np.uint16])
+@pytest.mark.parametrize("window, strides, start, end", [
+    ((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 3), (1, 2), (0, 1), (1, 1)),
+    ((1, 2), (1, 2), (0, 0), (0, 0)), ((2, 1, 3), (1, 1, 2), (0, 0, 1), (1, 0, 1)),
+    ((3, 1, 2), (2, 1, 1), (1, 0, 0), (1, 0, 1)), ((1, 3, 3), (1, 2, 2), (0, 1, 1), (0, 1, 1))])
+def test_max_flat_full_rows(dtype, window, strides, start, end):
+    """Rows whose window lies whole in the flat runs (at most three run rows, values alone)
+    go a loop of their own (``_full_rows``): window rows along the run dimension or, in
+    3-D, real elements of the outer dimension (fewer at its edges), rows of many outputs
+    in blocks of many rows, in whole ``FLAT`` blocks and in blocks of one row. Same bits as
+    the reference."""
+    from dmlops.backends.cpu import pooling
+
+    rng = np.random.default_rng(len(window))
+    shape = (2, 3, *([4] if len(window) == 3 else []), 11, 70)
+    x = rng.integers(0, 100, shape).astype(dtype)
+    kw = dict(strides=strides, start_padding=start, end_padding=end)
+    want = dml.max_pooling(x, window, backend="reference", **kw)
+    for flat in (1, pooling.FLAT):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(pooling, "FLAT", flat)
+            assert _same(dml.max_pooling(x, window, backend="cpu", **kw), want), flat
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("window, strides", [((3, 3), 2), ((2, 2), 2), ((3, 3), 1)])
 @pytest.mark.parametrize("nan", [None, 1, -1])

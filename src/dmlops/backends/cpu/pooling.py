@@ -1231,6 +1231,22 @@ def _rows3(hk, a0, a1, a2, olast, kspec, out, u0, ustep, bk, mode, hj, bj, bt, t
 
 
 @njit(**_OPTS)
+def _full_rows(hk, h0, hstep, d1, d2, olast, kspec, yi, y0, ytab, pos, i0, i1, xi, ahead,
+               per):
+    """Rows ``i`` in [i0, i1) of a ``_flat_rows`` block, values alone, whose windows lie
+    whole in the block's runs: output ``o`` is the largest of ``hk`` at ``h0 + i*hstep + o``
+    plus 0, ``d1`` and ``d2``, written to ``yi[y0 + ytab[pos + i] + o]``. A loop of its own,
+    so that its few variables stay in registers: per-row bookkeeping in the general loop
+    (spilled to the stack) was a third of int8 pooling's time there."""
+    one = np.uint64(1)
+    for i in range(i0, i1):
+        prefetch(xi, ahead + i * per, ahead + (i + 1) * per)
+        a0 = np.uint64(h0 + i * hstep)
+        _rows3(hk, a0, a0 + np.uint64(d1), a0 + np.uint64(d2), olast, kspec, yi,
+               np.uint64(y0 + ytab[pos + i]), one, hk, 2, None, None, None, 0, 0, 0)
+
+
+@njit(**_OPTS)
 def _flat_rows(r0, r1, xi, xw, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, strd, pad, dil,
                pitch, wr, jlo, jhi, jv, nj, nones, ytab, owp, kspec, kmin, empty_value, hk,
                eo, flats, ho, bk, coords, scratch, hj, bj, bt, jk, tk, rf, ib, io, ist,
@@ -1260,6 +1276,13 @@ def _flat_rows(r0, r1, xi, xw, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, s
     npos = ytab.shape[0]
     uys, one = np.uint64(ys[rank - 1]), np.uint64(1)
     direct = hj is None             # values straight to the output where one group does
+    # the rows along the run dimension whose window is whole (a contiguous range): where
+    # the values go straight to the output they take ``_full_rows``
+    full_lo, full_hi = outm, outm
+    for om in range(outm):
+        if wr[0, m, om] == 0 and wr[1, m, om] == wm:
+            full_lo = min(full_lo, om)
+            full_hi = om + 1
     r = r0
     while r < r1:
         plane, pos = r // npos, r % npos
@@ -1289,8 +1312,25 @@ def _flat_rows(r0, r1, xi, xw, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, s
         # follow this block's in memory; elsewhere this only fetches lines for nothing.
         ahead = xplane + eo[ne - 1] + hb * rpitch if ne > 0 else 0
         span = nrun * rpitch if ne > 0 else 0
+        per = (span + nb - 1) // nb             # (row i fetches [i*per, (i+1)*per) of it)
+        f0, f1 = 0, 0
+        if direct and uys == 1 and nones.shape[0] == 0 and 0 < ne * wm <= 3 and nrun > 0:
+            f0 = min(max(full_lo - om0, 0), nb)
+            f1 = max(min(full_hi - om0, nb), f0)
+        if f1 > f0:
+            # the window rows' offsets in hk, as the general loop lists them, for row f0
+            t = 0
+            for e in range(ne):
+                for jm in range(wm):
+                    ho[t] = (e * nrun + (om0 + f0) * sm + jm - pm - ha) * owp
+                    t += 1
+            _full_rows(hk, ho[0] - f0 * sm * owp, sm * owp, ho[min(1, t - 1)] - ho[0],
+                       ho[min(2, t - 1)] - ho[0], olast, kspec, yi, yplane, ytab, pos, f0,
+                       f1, xi, ahead, per)
         for i in range(nb):
-            prefetch(xi, ahead + span * i // nb, ahead + span * (i + 1) // nb)
+            if f0 <= i < f1:
+                continue
+            prefetch(xi, ahead + i * per, ahead + (i + 1) * per)
             om = om0 + i
             yrow = yplane + ytab[pos + i]
             a, b = wr[0, m, om], wr[1, m, om]
