@@ -736,11 +736,10 @@ def test_max_values_flat_runs(c, dtype, flat, odd, seed, indices):
     ((3, 1, 2), (2, 1, 1), (1, 0, 0), (1, 0, 1)), ((1, 3, 3), (1, 2, 2), (0, 1, 1), (0, 1, 1))])
 def test_max_flat_full_rows(dtype, window, strides, start, end):
     """Rows whose window lies whole in the flat runs (at most three run rows, values alone,
-    1-byte keys) go a loop of their own (``_full_rows``; wider keys the general loop, the
-    same geometries): window rows along the run dimension or, in
-    3-D, real elements of the outer dimension (fewer at its edges), rows of many outputs
-    in blocks of many rows, in whole ``FLAT`` blocks and in blocks of one row. Same bits as
-    the reference."""
+    1-byte keys) go a loop of their own (``_full_rows``; wider keys take the general loop
+    on the same geometries): window rows along the run dimension or, in 3-D, real elements
+    of the outer dimension (fewer at its edges), rows of many outputs, in whole ``FLAT``
+    blocks and in blocks of one row. Same bits as the reference."""
     from dmlops.backends.cpu import pooling
 
     rng = np.random.default_rng(len(window))

@@ -1320,15 +1320,13 @@ def _flat_rows(r0, r1, xi, xw, xo, xs, insz, yi, yb, yo, ys, outsz, win, wout, s
             f0 = min(max(full_lo - om0, 0), nb)
             f1 = max(min(full_hi - om0, nb), f0)
         if f1 > f0:
-            # the window rows' offsets in hk, as the general loop lists them, for row f0
-            t = 0
-            for e in range(ne):
-                for jm in range(wm):
-                    ho[t] = (e * nrun + (om0 + f0) * sm + jm - pm - ha) * owp
-                    t += 1
-            _full_rows(hk, ho[0] - f0 * sm * owp, sm * owp, ho[min(1, t - 1)] - ho[0],
-                       ho[min(2, t - 1)] - ho[0], olast, kspec, yi, yplane, ytab, pos, f0,
-                       f1, xi, ahead, per)
+            # a whole window's run rows, in the general loop's order (outer element ``e``,
+            # then window row ``jm``), lie ``(e*nrun + jm) * owp`` past its first
+            n3 = ne * wm
+            t1, t2 = min(1, n3 - 1), min(2, n3 - 1)
+            _full_rows(hk, (om0 * sm - pm - ha) * owp, sm * owp,
+                       (t1 // wm * nrun + t1 % wm) * owp, (t2 // wm * nrun + t2 % wm) * owp,
+                       olast, kspec, yi, yplane, ytab, pos, f0, f1, xi, ahead, per)
         for i in range(nb):
             if f0 <= i < f1:
                 continue
