@@ -5,6 +5,7 @@ on every one of the 65,536 patterns; the on-disk cache in the user cache directo
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 
@@ -19,7 +20,7 @@ import dmlops as dml  # noqa: E402
 if "cpu" not in dml.backends():
     pytest.skip("the cpu backend is not available", allow_module_level=True)
 
-from dmlops.backends.cpu import _half  # noqa: E402
+from dmlops.backends.cpu import _half, _nrt  # noqa: E402
 
 ALL = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32,
        np.uint32, np.int64, np.uint64]
@@ -40,6 +41,41 @@ def _f2h(a):
     for i in range(a.shape[0]):
         out[i] = _half.float_to_half(a[i])
     return out
+
+
+@numba.njit(inline="always")
+def _row_max(a, b, c, i, n):
+    for o in range(i * n, (i + 1) * n):
+        c[o] = max(a[o], b[o])
+
+
+@numba.njit
+def _rows_max(a, b, c, n):
+    # the kernels' pattern: a task's function, its helpers inlined per row
+    for i in range(c.shape[0] // n):
+        _row_max(a, b, c, i, n)
+        _row_max(b, a, c, i, n)
+        _row_max(c, b, c, i, n)
+
+
+@numba.njit
+def _lend(a, b, c, n):
+    _rows_max(_nrt.borrowed(a), _nrt.borrowed(b), _nrt.borrowed(c), n)
+
+
+def test_borrowed_arrays_count_no_references():
+    """A function handed ``borrowed`` arrays makes no reference-count calls (those left in
+    its row loop clobbered registers: int8 pooling ran 1.4x slower with them)."""
+    a, b = np.arange(12.0), np.full(12, 5.0)
+    for run in (_rows_max, _lend):
+        c = np.zeros(12)
+        run(a, b, c, 4)
+        assert np.array_equal(c, np.maximum(a, b))
+    counts = {}
+    for sig in _rows_max.signatures:
+        calls = re.findall(r"call void @NRT_(?:incref|decref)", _rows_max.inspect_llvm(sig))
+        counts[isinstance(sig[0], _nrt.Borrowed)] = len(calls)
+    assert counts[False] > 0 and counts[True] == 0
 
 
 def test_half_to_float_is_exact_on_all_patterns():
