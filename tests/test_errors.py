@@ -907,3 +907,90 @@ def test_feature_level_padding_modes(op):
             if ok != want:
                 wrong.append((None if level is None else hex(level), mode, ok))
     assert not wrong, wrong
+
+
+def _pad_desc(value, cls=dml.PaddingDesc, **kw):
+    t = td("FLOAT32", (2,))
+    return cls(input_tensor=t, output_tensor=td("FLOAT32", (4,)), start_padding=(1,),
+               end_padding=(1,), padding_value=value, **kw)
+
+
+def _lp_desc(p):
+    return dml.LpPoolingDesc(input_tensor=td("FLOAT32", (1, 1, 3, 3)),
+                             output_tensor=td("FLOAT32", (1, 1, 2, 2)), window_size=(2, 2),
+                             p=p)
+
+
+def test_compile_operator_tells_apart_what_equality_does_not():
+    # a description equal (==) to one compiled before, but of other types or signs, is
+    # validated and converted afresh: 0.0 == -0.0, 2 == 2.0, 1 == True
+    x = np.ones(2, F32)
+    dml.compile_operator(_pad_desc(0.0))
+    y = dml.compile_operator(_pad_desc(-0.0)).execute(input_tensor=x)["output_tensor"]
+    assert np.signbit(y).tolist() == [True, False, False, True]
+    dml.compile_operator(_lp_desc(2))
+    expect(Inv, lambda: dml.compile_operator(_lp_desc(2.0)), words=["p = 2.0", "integer"])
+    dml.compile_operator(_lp_desc(1))
+    expect(Inv, lambda: dml.compile_operator(_lp_desc(True)), words=["p = True", "integer"])
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda x: dml.max_pooling(x, 1, strides=2**70), ["max_pooling", "strides[0]",
+                                                      str(2**70), "4294967295"]),
+    (lambda x: dml.average_pooling(x, 1, dilations=(1, 2**64)), ["average_pooling",
+                                                                  "dilations[1]", "UINT"]),
+    (lambda x: dml.max_pooling(x, 2, start_padding=2**40), ["start_padding[0]", "2^32-1"]),
+    (lambda x: dml.lp_pooling(x, 2, p=10**30), ["lp_pooling", "p = " + str(10**30)]),
+    (lambda x: dml.lp_pooling(x, 2, p=np.uint64(2**64 - 1)), ["p = 18446744073709551615"]),
+    (lambda x: dml.padding(x, (0, 0, 2**33, 0), 0), ["padding", "start_padding[2]"]),
+    (lambda x: dml.quantized_linear_average_pooling(x.astype(np.uint8), 1.0, 0, 1.0, 0, 1,
+                                                    strides=2**64), ["strides[0]"]),
+])
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_integer_fields_beyond_uint32(call, words, backend):
+    # SPEC 2/3 give no upper bound; DirectML's fields are 32-bit UINTs, and the library's
+    # rule is theirs: larger is an InvalidArgumentError on every backend (not an overflow)
+    if backend not in dml.backends():
+        pytest.skip(f"{backend} is not available")
+    x = x4()
+    dml.set_backend(backend)
+    try:
+        expect(Inv, lambda: call(x), [x], words)
+    finally:
+        dml.set_backend(None)
+
+
+def test_integer_fields_at_uint32_max():
+    x = x4()
+    for backend in dml.backends():
+        y = dml.max_pooling(x, 1, strides=2**32 - 1, backend=backend)
+        assert y.ravel().tolist() == [0.0]
+        assert dml.lp_pooling(x, 4, p=2**32 - 1, backend=backend).shape == (1, 1, 1, 1)
+
+
+def test_padding_value_beyond_float_range_rounds_to_infinity():
+    # SPEC 7: a Python int beyond 2^53 for a float type is rounded to nearest
+    for dtype in (np.float16, np.float32, np.float64):
+        y = dml.padding(np.zeros(1, dtype), 1, 1, value=10**400)
+        assert y.tolist() == [np.inf, 0.0, np.inf]
+        y = dml.padding(np.zeros(1, dtype), 1, 0, value=-10**400)
+        assert y.tolist() == [-np.inf, 0.0]
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflection", "symmetric", "wrap"])
+def test_padding_value_ignored_by_other_modes(mode):
+    # SPEC 7: "value is ignored by modes other than constant" (so not checked either)
+    x = np.array([1, 2, 3], np.int8)
+    want = dml.padding(x, 1, 1, mode=mode)
+    for value in ("zz", None, 10**400, float("nan")):
+        assert np.array_equal(dml.padding(x, 1, 1, mode=mode, value=value), want)
+    expect(Inv, lambda: dml.padding(x, 1, 1, value="zz"), [x], ["padding", "value = 'zz'"])
+
+
+def test_backend_and_level_errors_name_the_operator():
+    x = x4()
+    expect(Uns, lambda: dml.max_pooling(x, 2, backend="foo"), [x],
+           ["max_pooling: backend = 'foo'"])
+    msg = expect(Inv, lambda: dml.compile_operator(_lp_desc(2), feature_level="7.0"),
+                 words=["LP_POOLING", "'7.0'"])
+    assert msg.startswith("LP_POOLING: ")

@@ -44,10 +44,20 @@ def spatial(value, k: int, names: Names, field: str, rank: int, allow_scalar=Tru
     return values
 
 
-def check_min(values, minimum: int, names: Names, field: str, rule: str):
+UINT_MAX = 2**32 - 1
+
+
+def check_min(values, minimum: int, names: Names, field: str, rule: str, uint=True):
+    """Each value at least ``minimum`` (else ``rule``), and with ``uint`` at most
+    ``UINT_MAX``: the window, stride, dilation and padding fields are DirectML's 32-bit UINTs
+    (larger ones would also overflow the kernels' 64-bit offsets). An array's sizes are not
+    bounded: a broadcast view may be longer."""
     for i, v in enumerate(values):
         if v < minimum:
             raise names.invalid(f"{names(field, i)} = {v} {rule}")
+        if uint and v > UINT_MAX:
+            raise names.invalid(f"{names(field, i)} = {v} is larger than {UINT_MAX} (2^32-1), "
+                                f"the largest value of DirectML's UINT fields")
 
 
 def reraise(names: Names, fn, *args):

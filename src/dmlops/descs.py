@@ -524,7 +524,24 @@ def _compile_pad(desc, level, names):
     return _pad.PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
 
 
+def _exact(value):
+    """``value`` as a key that tells apart what ``==`` does not: 2 and 2.0, True and 1, 0.0
+    and −0.0 validate or convert differently, so they must not share a cached plan."""
+    if dataclasses.is_dataclass(value):
+        return (type(value),) + tuple(_exact(getattr(value, f.name))
+                                      for f in dataclasses.fields(value))
+    if isinstance(value, (tuple, list)):
+        return (type(value),) + tuple(_exact(v) for v in value)
+    if isinstance(value, (float, np.generic)):
+        return type(value), np.asarray(value).tobytes()
+    return type(value), value
+
+
 @functools.lru_cache(maxsize=256)
+def _kept_plan(key, level):
+    return _plan(key[0], level)
+
+
 def _plan(desc, level):
     names = _names(desc)
     if desc._op.startswith("PADDING"):
@@ -544,14 +561,15 @@ def compile_operator(desc, feature_level=None, *, backend=None) -> "CompiledOper
             f"compile_operator: desc must be one of the description classes "
             f"({', '.join(c.__name__ for c in DESC_CLASSES.values())}), got "
             f"{type(desc).__name__}")
-    level = _feature_level(feature_level)
+    names = _names(desc)
+    level = reraise(names, _feature_level, feature_level)
     try:
-        plan = _plan(desc, level)
+        plan = _kept_plan((desc, _exact(desc)), level)
     except TypeError as e:  # an unhashable field: validate without the cache
         if isinstance(e, DmlError):
             raise
-        plan = _plan.__wrapped__(desc, level)
-    name, kernels = resolve_backend(backend)
+        plan = _plan(desc, level)
+    name, kernels = reraise(names, resolve_backend, backend)
     return CompiledOperator(desc, level, plan, name, kernels)
 
 

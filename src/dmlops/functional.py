@@ -12,7 +12,7 @@ import numpy as np
 from .backends import resolve as resolve_backend
 from . import padding as _pad
 from . import pooling as _pool
-from ._args import as_int_tuple, check_type, dtype_of, is_int
+from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
 from .descs import check_no_overlap, run_padding, with_native_outputs
 from .dtypes import DataType
 from .errors import Names
@@ -143,7 +143,7 @@ def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0
         raise names.invalid(f"include_padding = {include_padding!r} must be a bool")
     plan = _pool.PoolPlan("average", "AVERAGE_POOLING1", g, dt, dt, None, bool(include_padding))
     (y,) = _outputs([out], [("output", g.output_sizes, dt)], [("input", x)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     _run([y], lambda outs: _pool.run_pooling(plan, kernels, native(x), outs))
     return y
 
@@ -199,7 +199,7 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
         names = names.with_fields(indices=("out[1]", 0))
     plan = _pool.PoolPlan("max", "MAX_POOLING2", g, dt, dt, idx_dt)
     ys = _outputs(outs, specs, [("input", x)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     _run(ys, lambda o: _pool.run_pooling(plan, kernels, native(x), o))
     return (ys[0], ys[1]) if pair else ys[0]
 
@@ -229,7 +229,7 @@ def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padd
                   dy.shape)
     plan = _pool.PoolPlan("max_grad", "MAX_POOLING_GRAD", g, dt, dt)
     (dx,) = _outputs([out], [("output", x.shape, dt)], [("input", x), ("dy", dy)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     _run([dx], lambda o: _pool.run_pooling(plan, kernels, native(x), o, {"dy": native(dy)}))
     return dx
 
@@ -272,7 +272,7 @@ def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_paddi
     plan = _pool.PoolPlan("average_grad", "AVERAGE_POOLING_GRAD", g, dt, dt, None,
                           bool(include_padding))
     (dx,) = _outputs([out], [("output", sizes, dt)], [("input", dy)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     _run([dx], lambda o: _pool.run_pooling(plan, kernels, native(dy), o))
     return dx
 
@@ -299,7 +299,7 @@ def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0
     p = _pool.check_p(p, names)
     plan = _pool.PoolPlan("lp", "LP_POOLING1", g, dt, dt, p=p)
     (y,) = _outputs([out], [("output", g.output_sizes, dt)], [("input", x)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     _run([y], lambda o: _pool.run_pooling(plan, kernels, native(x), o))
     return y
 
@@ -334,7 +334,7 @@ def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
     _pool.unpool_sizes(x.shape, indices.shape, sizes, names)
     plan = _pool.UnpoolPlan("MAX_UNPOOLING", dt, idt, x.shape, sizes)
     (y,) = _outputs([out], [("output", sizes, dt)], [("input", x), ("indices", indices)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     _run([y], lambda o: _pool.run_unpooling(plan, kernels, native(x), native(indices), o,
                                             names))
     return y
@@ -374,7 +374,7 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
     plan = _pool.RoiPlan(op, dt, x.shape, num, scale, pooled)
     sizes = (num, x.shape[1]) + pooled
     (y,) = _outputs([out], [("output", sizes, dt)], [("input", x), ("rois", rois)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     _run([y], lambda o: _pool.run_roi_pooling(plan, kernels, native(x), native(rois), o,
                                               names))
     return y
@@ -461,7 +461,7 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
         raise names.invalid(f"include_padding = {include_padding!r} must be a bool")
     plan = _pool.PoolPlan("quantized", op, g, dt, out_dt, None, bool(include_padding))
     (y,) = _outputs([out], [("output", g.output_sizes, out_dt)], [("input", x)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     extra = {"scale_in": params["input_scale"], "zp_in": params["input_zero_point"],
              "scale_out": params["output_scale"], "zp_out": params["output_zero_point"]}
     _run([y], lambda o: _pool.run_pooling(plan, kernels, native(x), o, extra))
@@ -476,8 +476,9 @@ def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None
     Modes map each output coordinate ``x`` (relative to the input's start) to an input
     coordinate, per dimension, in closed form, so pads of any width work:
     constant (``value`` outside), edge ``clamp(x, 0, n-1)``, reflection (period 2(n-1), edge
-    not repeated), symmetric (period 2n, edge repeated), wrap ``x mod n``. ``value`` is
-    converted to the array's type: integers truncate toward zero and saturate (NaN -> 0).
+    not repeated), symmetric (period 2n, edge repeated), wrap ``x mod n``. ``value`` (read by
+    constant mode alone: the others ignore it) is converted to the array's type: integers
+    truncate toward zero and saturate (NaN -> 0); floats round to nearest.
 
     >>> import numpy as np
     >>> x = np.array([1, 2, 3], np.int8)
@@ -493,10 +494,12 @@ def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None
         _out_type(out, dt, names, "output")
     start, end = _pad.pad_lengths(start_padding, end_padding, x.ndim, names, allow_scalar=True)
     _pad.check_pad_values(x.shape, start, end, pmode, names)
-    converted = _pad.convert_value(value, dt, names, "value")
+    # (``value`` is ignored by the other modes, SPEC 7: not even checked)
+    converted = (_pad.convert_value(value, dt, names, "value")
+                 if pmode == _pad.PaddingMode.CONSTANT else dt.dtype.type(0))
     plan = _pad.PadPlan("PADDING1", dt, x.shape, start, end, pmode, converted)
     (y,) = _outputs([out], [("output", plan.out_sizes, dt)], [("input", x)], names)
-    _, kernels = resolve_backend(backend)
+    _, kernels = reraise(names, resolve_backend, backend)
     if x.size == 0:
         if y.size:
             if pmode != _pad.PaddingMode.CONSTANT:

@@ -90,7 +90,7 @@ def _round_int_to_float(v: int, dtype: np.dtype):
         try:
             f = dtype.type(float(v))
         except OverflowError:
-            return dtype.type(math.copysign(math.inf, v))
+            return dtype.type(math.inf if v > 0 else -math.inf)
     if not np.isfinite(f):
         return f
     exact = Fraction(v)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._args import as_int_tuple, check_rank, check_type, is_int, operator_row, spatial
+from ._args import (UINT_MAX, as_int_tuple, check_min, check_rank, check_type, is_int,
+                    operator_row, spatial)
 from .dtypes import DataType
 from .window import Window, check_fits, check_output_size, check_window_values, floor_size
 
@@ -154,8 +155,9 @@ def check_p(p, names):
     if not is_int(p):
         raise names.invalid(f"{names('p')} = {p!r} must be an integer (bool and float are not "
                             f"accepted)")
-    if p < 1:
-        raise names.invalid(f"{names('p')} = {p} must be at least 1")
+    if not 1 <= p <= UINT_MAX:
+        raise names.invalid(f"{names('p')} = {p} must be at least 1 and at most {UINT_MAX} "
+                            f"(2^32-1: DirectML's P is a UINT)")
     return int(p)
 
 
@@ -186,9 +188,10 @@ def unpool_sizes(in_sizes, idx_sizes, out_sizes, names):
             raise names.invalid(f"{names('output_sizes', dim)} = {out_sizes[dim]} must equal "
                                 f"the input's {what} ({in_sizes[dim]})")
     for d in range(2, len(out_sizes)):
-        if out_sizes[d] < 1:
+        if not 1 <= out_sizes[d] <= UINT_MAX:
             raise names.invalid(f"{names('output_sizes', d)} = {out_sizes[d]} must be at least "
-                                f"1 (only N and C may be 0)")
+                                f"1 (only N and C may be 0) and at most {UINT_MAX} (2^32-1, "
+                                f"DirectML's UINT)")
 
 
 def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names):
@@ -248,9 +251,7 @@ def check_pooled_size(value, names):
     if len(size) != 2:
         raise names.invalid(f"{names('pooled_size')} has {len(size)} values {list(size)}; "
                             f"expected 2 (height, width)")
-    for i, v in enumerate(size):
-        if v < 1:
-            raise names.invalid(f"{names('pooled_size', i)} = {v} must be at least 1")
+    check_min(size, 1, names, "pooled_size", "must be at least 1")
     return size
 
 

@@ -102,7 +102,7 @@ def pooling_output_sizes(input_sizes, window_size, *, strides=1, start_padding=0
     if len(sizes) < 3:
         raise names.invalid(f"input_sizes = {list(sizes)} needs at least 3 values "
                             f"(N, C and one spatial size)")
-    check_min(sizes, 1, names, "input_sizes", "must be at least 1")
+    check_min(sizes, 1, names, "input_sizes", "must be at least 1", uint=False)
     k, rank = len(sizes) - 2, len(sizes)
     w = spatial(window_size, k, names, "window_size", rank)
     s = spatial(strides, k, names, "strides", rank)
