@@ -994,3 +994,21 @@ def test_backend_and_level_errors_name_the_operator():
     msg = expect(Inv, lambda: dml.compile_operator(_lp_desc(2), feature_level="7.0"),
                  words=["LP_POOLING", "'7.0'"])
     assert msg.startswith("LP_POOLING: ")
+
+
+@pytest.mark.parametrize("cls", [dml.PaddingDesc, dml.Padding1Desc])
+def test_padding_desc_value_ignored_by_other_modes(cls):
+    # SPEC 3.9: "outside [0, n) the value is PaddingValue (ignored by the other modes)"
+    extra = {"padding_value_data_type": "INT8"} if cls is dml.Padding1Desc else {}
+    x = np.array([1, 2, 3], np.int8)
+
+    def desc(mode, value):
+        return cls(input_tensor=td("INT8", (3,)), output_tensor=td("INT8", (5,)),
+                   start_padding=(1,), end_padding=(1,), padding_mode=mode,
+                   padding_value=value, **extra)
+    for value in (10.6, "zz", 10**400):
+        y = dml.compile_operator(desc("EDGE", value)).execute(input_tensor=x)["output_tensor"]
+        assert y.tolist() == [1, 1, 2, 3, 3]
+    if cls is dml.Padding1Desc:
+        expect(Inv, lambda: dml.compile_operator(desc("CONSTANT", 10.6)),
+               words=["padding_value = 10.6", "INT8"])

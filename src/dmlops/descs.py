@@ -516,7 +516,9 @@ def _compile_pad(desc, level, names):
         raise names.invalid(f"output_tensor.sizes[{d}] = {y.sizes[d]} must be input size "
                             f"{x.sizes[d]} + start_padding {start[d]} + end_padding {end[d]} "
                             f"= {expected[d]}")
-    if op == "PADDING":
+    if mode != PaddingMode.CONSTANT:    # the value is ignored by the other modes (SPEC 3.9)
+        value = x.data_type.dtype.type(0)
+    elif op == "PADDING":
         value = _pad.convert_value(_pad.float32_field(desc.padding_value, names, "value"),
                                    x.data_type, names)
     else:
