@@ -720,3 +720,15 @@ def test_dxdispatch_keys_without_effect(capsys, tmp_path):
     rc, _, err = run_model_text(capsys, tmp_path, m)
     assert rc == 2
     assert err.startswith("dmlops run: error: dispatchables.max_pool.executionFlags[0]: ")
+
+
+def test_feature_level_as_hexadecimal(capsys, tmp_path, monkeypatch):
+    # the error message offers 0x6400 as a spelling: on the command line it is the number
+    monkeypatch.chdir(tmp_path)
+    model = str(EXAMPLES / "max_pooling2_indices.json")
+    rc, out, err = run_cli(capsys, "run", model, "--feature-level", "0x6400")
+    assert (rc, err) == (0, "")
+    rc, _, err = run_cli(capsys, "run", model, "--feature-level", "0x1000")
+    assert rc == 2 and "needs feature level 2.1" in err
+    rc, _, err = run_cli(capsys, "run", model, "--feature-level", "0x7000")
+    assert rc == 2 and err.startswith("dmlops run: error: --feature-level: ")

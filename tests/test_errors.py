@@ -1012,3 +1012,34 @@ def test_padding_desc_value_ignored_by_other_modes(cls):
     if cls is dml.Padding1Desc:
         expect(Inv, lambda: dml.compile_operator(desc("CONSTANT", 10.6)),
                words=["padding_value = 10.6", "INT8"])
+
+
+def _lazy(module):
+    """A stand-in for a Dask or CuPy array (neither is a test dependency): what dmlops checks
+    is the type's module."""
+    class Lazy:
+        def __init__(self, a):
+            self.a = np.asarray(a)
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+    Lazy.__module__ = module
+    return Lazy
+
+
+@pytest.mark.parametrize("module", ["dask.array.core", "cupy._core.core"])
+def test_dask_and_cupy_inputs_unsupported(module):
+    # SPEC 5: "until then a Dask or CuPy input is an UnsupportedError that says so", for every
+    # array argument (data, indices, scales, zero points)
+    lazy, word = _lazy(module), module.split(".")[0]
+    x, xi = x4(), x4(dtype=np.int8)
+    expect(Uns, lambda: dml.max_pooling(lazy(x), 2), words=["max_pooling", word])
+    expect(Uns, lambda: dml.padding(lazy(x), 1, 1), words=["padding", word])
+    ones, zeros = np.ones((1, 1, 1, 1), F32), np.zeros((1, 1, 1, 1), np.int8)
+    calls = [lambda: dml.quantized_linear_average_pooling(xi, lazy(ones), None, 1.0, None, 2),
+             lambda: dml.quantized_linear_average_pooling(xi, 1.0, lazy(zeros), 1.0, None, 2),
+             lambda: dml.quantized_linear_average_pooling(xi, 1.0, None, lazy(ones), None, 2),
+             lambda: dml.quantized_linear_average_pooling(xi, 1.0, None, 1.0, lazy(zeros), 2)]
+    for field, call in zip(["input_scale", "input_zero_point", "output_scale",
+                            "output_zero_point"], calls):
+        expect(Uns, call, [xi], ["quantized_linear_average_pooling", field, word])

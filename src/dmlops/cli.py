@@ -42,9 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                     "writeFile). The whole model is validated before anything runs, and "
                     "files are written only after every command succeeded.")
     run.add_argument("model", metavar="MODEL.json", help="the model file")
-    run.add_argument("--feature-level", metavar="LEVEL", default=None,
-                     help="target DirectML feature level (1.0 ... 6.4); default: extended "
-                          "mode")
+    run.add_argument("--feature-level", metavar="LEVEL", default=None, type=_level_text,
+                     help="target DirectML feature level (1.0 ... 6.4, 6_4, "
+                          "DML_FEATURE_LEVEL_6_4 or 0x6400); default: extended mode")
     run.add_argument("--backend", metavar="NAME", default=None,
                      help="backend to run on (see 'dmlops info'); default: the library's "
                           "choice")
@@ -57,6 +57,18 @@ def _parser() -> argparse.ArgumentParser:
                    description="Show the available backends, the feature levels, the data "
                                "types and the operators.")
     return parser
+
+
+def _level_text(text: str):
+    """A level as typed on the command line: a hexadecimal value (0x6400) is the number, as
+    the library's spellings have it; the rest goes to the library as text."""
+    t = text.strip()
+    if t.lower().startswith("0x"):
+        try:
+            return int(t, 16)
+        except ValueError:
+            pass
+    return text
 
 
 def _run(args, out, err) -> int:

@@ -29,11 +29,17 @@ def _names(op, **fields) -> Names:
     return Names(op, base)
 
 
-def _input(x, names: Names, field="input"):
+def _not_lazy(x, names: Names, field: str):
+    """Dask and CuPy arrays are unsupported until their backends exist (SPEC 5), whatever
+    the argument: data, indices, scales or zero points."""
     module = type(x).__module__.split(".")[0]
     if module in ("dask", "cupy", "cupyx"):
         raise names.unsupported(f"{names(field)} is a {module} array; {module} inputs arrive "
                                 f"with a later version of dmlops (pass a NumPy array)")
+
+
+def _input(x, names: Names, field="input"):
+    _not_lazy(x, names, field)
     a = np.asarray(x)
     return a, dtype_of(a.dtype, names, field)
 
@@ -382,6 +388,7 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
 
 def _zero_point(zp, dt, names, field):
     """A zero point: None (0), a Python int in range, or a NumPy array/scalar of ``dt``."""
+    _not_lazy(zp, names, field)
     if zp is None:
         return np.zeros((), dtype=np.int64)
     if isinstance(zp, (np.ndarray, np.generic)):
@@ -398,6 +405,7 @@ def _zero_point(zp, dt, names, field):
 
 
 def _scale(s, names, field):
+    _not_lazy(s, names, field)
     try:
         arr = np.asarray(s, dtype=np.float64)
     except (TypeError, ValueError):
