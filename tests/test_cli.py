@@ -732,3 +732,24 @@ def test_feature_level_as_hexadecimal(capsys, tmp_path, monkeypatch):
     assert rc == 2 and "needs feature level 2.1" in err
     rc, _, err = run_cli(capsys, "run", model, "--feature-level", "0x7000")
     assert rc == 2 and err.startswith("dmlops run: error: --feature-level: ")
+
+
+def test_schema_ignored_among_resources_and_dispatchables(capsys, tmp_path):
+    # SPEC 7: "$schema is ignored" (not taken for a resource or dispatchable's name)
+    m = example("max_pooling2_indices.json")
+    m["resources"]["$schema"] = "s"
+    m["dispatchables"]["$schema"] = "s"
+    rc, out, err = run_model_text(capsys, tmp_path, m)
+    assert (rc, err) == (0, "")
+
+
+def test_written_files_get_the_usual_mode(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    old = os.umask(0o022)
+    try:
+        rc, _, err = run_cli(capsys, "run",
+                             str(EXAMPLES / "max_pooling2_channels_last_write_file.json"))
+    finally:
+        os.umask(old)
+    assert (rc, err) == (0, "")
+    assert (tmp_path / "max_pooling2_values.npy").stat().st_mode & 0o777 == 0o644

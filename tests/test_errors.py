@@ -1043,3 +1043,12 @@ def test_dask_and_cupy_inputs_unsupported(module):
     for field, call in zip(["input_scale", "input_zero_point", "output_scale",
                             "output_zero_point"], calls):
         expect(Uns, call, [xi], ["quantized_linear_average_pooling", field, word])
+
+
+def test_cuda_backend_is_unavailable_not_unknown():
+    # SPEC 5 names cuda ("where a CUDA GPU and its Python packages are present"): until it
+    # exists it is unavailable, an UnsupportedError that says so
+    x = x4()
+    expect(Uns, lambda: dml.max_pooling(x, 2, backend="cuda"), [x],
+           ["max_pooling: backend = 'cuda' is not available here", "later version"])
+    assert "cuda" not in dml.backends()

@@ -1107,7 +1107,11 @@ def _write_files(pending: dict) -> list:
             except OSError as e:
                 raise ModelError(_key(path, "targetPath"),
                                  f"cannot write {str(target)!r}: {e.strerror or e}") from None
+        umask = os.umask(0)
+        os.umask(umask)
         for tmp, target in staged:
+            # (mkstemp makes its file private; a written result gets the usual mode)
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, target)
         staged = []
     finally:
@@ -1158,10 +1162,14 @@ def parse_model(data, base_dir=".", *, feature_level=None, backend=None, name="m
     resources = {}
     robj = _obj(root["resources"], "resources")
     for rname, value in robj.items():
+        if rname == "$schema":          # ignored wherever it appears (SPEC 7)
+            continue
         resources[rname] = _parse_resource(rname, value, base_dir, _key("resources", rname))
     dispatchables = {}
     dobj = _obj(root["dispatchables"], "dispatchables")
     for dname, value in dobj.items():
+        if dname == "$schema":
+            continue
         dispatchables[dname] = _parse_dispatchable(dname, value, _key("dispatchables", dname),
                                                    level, backend)
     commands = []
