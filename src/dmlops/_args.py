@@ -47,12 +47,15 @@ def spatial(value, k: int, names: Names, field: str, rank: int, allow_scalar=Tru
 UINT_MAX = 2**32 - 1
 
 
-def check_min(values, minimum: int, names: Names, field: str, rule: str, uint=True):
-    """Each value at least ``minimum`` (else ``rule``), and with ``uint`` at most
-    ``UINT_MAX``: the window, stride, dilation and padding fields are DirectML's 32-bit UINTs
-    (larger ones would also overflow the kernels' 64-bit offsets). An array's sizes are not
-    bounded: a broadcast view may be longer."""
-    for i, v in enumerate(values):
+def check_bounds(values, minimum: int, names: Names, field: str, rule: str, *, uint=True,
+                 first=0):
+    """Each value (an int, or a sequence whose indices start at ``first`` in messages) at
+    least ``minimum`` (else ``rule``), and with ``uint`` at most ``UINT_MAX``: the window,
+    stride, dilation, padding and size fields are DirectML's 32-bit UINTs (larger ones would
+    also overflow the kernels' 64-bit offsets). An array's sizes are not bounded: a
+    broadcast view may be longer."""
+    items = [(None, values)] if is_int(values) else enumerate(values, first)
+    for i, v in items:
         if v < minimum:
             raise names.invalid(f"{names(field, i)} = {v} {rule}")
         if uint and v > UINT_MAX:

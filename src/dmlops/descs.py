@@ -516,13 +516,12 @@ def _compile_pad(desc, level, names):
         raise names.invalid(f"output_tensor.sizes[{d}] = {y.sizes[d]} must be input size "
                             f"{x.sizes[d]} + start_padding {start[d]} + end_padding {end[d]} "
                             f"= {expected[d]}")
-    if mode != PaddingMode.CONSTANT:    # the value is ignored by the other modes (SPEC 3.9)
-        value = x.data_type.dtype.type(0)
-    elif op == "PADDING":
-        value = _pad.convert_value(_pad.float32_field(desc.padding_value, names, "value"),
-                                   x.data_type, names)
+    if op == "PADDING":
+        value = _pad.mode_value(mode, x.data_type, lambda: _pad.convert_value(
+            _pad.float32_field(desc.padding_value, names, "value"), x.data_type, names))
     else:
-        value = _pad.exact_value(desc.padding_value, x.data_type, names, "value")
+        value = _pad.mode_value(mode, x.data_type, lambda: _pad.exact_value(
+            desc.padding_value, x.data_type, names, "value"))
     return _pad.PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
 
 
@@ -540,8 +539,9 @@ def _exact(value):
 
 
 @functools.lru_cache(maxsize=256)
-def _kept_plan(key, level):
-    return _plan(key[0], level)
+def _kept_plan(desc, exact, level):
+    """``_plan``, kept per ``desc`` and its ``_exact`` key."""
+    return _plan(desc, level)
 
 
 def _plan(desc, level):
@@ -566,7 +566,7 @@ def compile_operator(desc, feature_level=None, *, backend=None) -> "CompiledOper
     names = _names(desc)
     level = reraise(names, _feature_level, feature_level)
     try:
-        plan = _kept_plan((desc, _exact(desc)), level)
+        plan = _kept_plan(desc, _exact(desc), level)
     except TypeError as e:  # an unhashable field: validate without the cache
         if isinstance(e, DmlError):
             raise

@@ -9,7 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._args import as_int_tuple, check_min, check_rank, check_type, is_int, operator_row, reraise
+from ._args import (as_int_tuple, check_bounds, check_rank, check_type, is_int, operator_row,
+                    reraise)
 from .dtypes import DataType, PaddingMode, padding_mode
 from .errors import Names
 from .support import first_level
@@ -55,8 +56,8 @@ def pad_lengths(start, end, rank, names: Names, allow_scalar: bool):
 
 
 def check_pad_values(in_sizes, start, end, mode, names: Names):
-    check_min(start, 0, names, "start_padding", "must not be negative")
-    check_min(end, 0, names, "end_padding", "must not be negative")
+    check_bounds(start, 0, names, "start_padding", "must not be negative")
+    check_bounds(end, 0, names, "end_padding", "must not be negative")
     if mode == PaddingMode.REFLECTION:
         for d, n in enumerate(in_sizes):
             if n == 1 and (start[d] or end[d]):
@@ -104,6 +105,12 @@ def _round_int_to_float(v: int, dtype: np.dtype):
         if dc < db or (dc == db and int(cand.view(f"u{dtype.itemsize}")) % 2 == 0):
             best = cand
     return best
+
+
+def mode_value(mode: PaddingMode, dt: DataType, convert):
+    """The padding value, ``convert()``, read in constant mode alone: the other modes ignore
+    it, unchecked (SPEC 3.9 and 7)."""
+    return convert() if mode == PaddingMode.CONSTANT else dt.dtype.type(0)
 
 
 def convert_value(value, dt: DataType, names: Names, field: str = "value"):

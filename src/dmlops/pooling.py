@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._args import (UINT_MAX, as_int_tuple, check_min, check_rank, check_type, is_int,
+from ._args import (as_int_tuple, check_bounds, check_rank, check_type, is_int,
                     operator_row, spatial)
 from .dtypes import DataType
 from .window import Window, check_fits, check_output_size, check_window_values, floor_size
@@ -155,9 +155,7 @@ def check_p(p, names):
     if not is_int(p):
         raise names.invalid(f"{names('p')} = {p!r} must be an integer (bool and float are not "
                             f"accepted)")
-    if not 1 <= p <= UINT_MAX:
-        raise names.invalid(f"{names('p')} = {p} must be at least 1 and at most {UINT_MAX} "
-                            f"(2^32-1: DirectML's P is a UINT)")
+    check_bounds(p, 1, names, "p", "must be at least 1")
     return int(p)
 
 
@@ -187,11 +185,8 @@ def unpool_sizes(in_sizes, idx_sizes, out_sizes, names):
             what = "N" if dim == 0 else "C"
             raise names.invalid(f"{names('output_sizes', dim)} = {out_sizes[dim]} must equal "
                                 f"the input's {what} ({in_sizes[dim]})")
-    for d in range(2, len(out_sizes)):
-        if not 1 <= out_sizes[d] <= UINT_MAX:
-            raise names.invalid(f"{names('output_sizes', d)} = {out_sizes[d]} must be at least "
-                                f"1 (only N and C may be 0) and at most {UINT_MAX} (2^32-1, "
-                                f"DirectML's UINT)")
+    check_bounds(out_sizes[2:], 1, names, "output_sizes", "must be at least 1 (only N and C "
+                 "may be 0)", first=2)
 
 
 def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names):
@@ -251,7 +246,7 @@ def check_pooled_size(value, names):
     if len(size) != 2:
         raise names.invalid(f"{names('pooled_size')} has {len(size)} values {list(size)}; "
                             f"expected 2 (height, width)")
-    check_min(size, 1, names, "pooled_size", "must be at least 1")
+    check_bounds(size, 1, names, "pooled_size", "must be at least 1")
     return size
 
 

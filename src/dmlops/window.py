@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import Names
-from ._args import as_int_tuple, check_min, spatial
+from ._args import as_int_tuple, check_bounds, spatial
 
 __all__ = ["pooling_output_sizes", "onnx_pads", "Window"]
 
@@ -56,11 +56,11 @@ def _describe(size, window, stride, start, end, dilation) -> str:
 
 
 def check_window_values(window, strides, start, end, dilations, names: Names):
-    check_min(window, 1, names, "window_size", "must be at least 1")
-    check_min(strides, 1, names, "strides", "must be at least 1")
-    check_min(start, 0, names, "start_padding", "must not be negative")
-    check_min(end, 0, names, "end_padding", "must not be negative")
-    check_min(dilations, 1, names, "dilations", "must be at least 1")
+    check_bounds(window, 1, names, "window_size", "must be at least 1")
+    check_bounds(strides, 1, names, "strides", "must be at least 1")
+    check_bounds(start, 0, names, "start_padding", "must not be negative")
+    check_bounds(end, 0, names, "end_padding", "must not be negative")
+    check_bounds(dilations, 1, names, "dilations", "must be at least 1")
 
 
 def check_fits(spatial_sizes, window, strides, start, end, dilations, names: Names):
@@ -102,7 +102,7 @@ def pooling_output_sizes(input_sizes, window_size, *, strides=1, start_padding=0
     if len(sizes) < 3:
         raise names.invalid(f"input_sizes = {list(sizes)} needs at least 3 values "
                             f"(N, C and one spatial size)")
-    check_min(sizes, 1, names, "input_sizes", "must be at least 1", uint=False)
+    check_bounds(sizes, 1, names, "input_sizes", "must be at least 1", uint=False)
     k, rank = len(sizes) - 2, len(sizes)
     w = spatial(window_size, k, names, "window_size", rank)
     s = spatial(strides, k, names, "strides", rank)
@@ -142,9 +142,9 @@ def onnx_pads(input_sizes, window_size, *, strides=1, dilations=1, auto_pad="NOT
     w = spatial(window_size, k, names, "window_size", rank)
     s = spatial(strides, k, names, "strides", rank)
     d = spatial(dilations, k, names, "dilations", rank)
-    check_min(w, 1, names, "window_size", "must be at least 1")
-    check_min(s, 1, names, "strides", "must be at least 1")
-    check_min(d, 1, names, "dilations", "must be at least 1")
+    check_bounds(w, 1, names, "window_size", "must be at least 1")
+    check_bounds(s, 1, names, "strides", "must be at least 1")
+    check_bounds(d, 1, names, "dilations", "must be at least 1")
     mode = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
     mode = str(mode).upper()
     if mode not in _AUTO_PADS:
@@ -156,7 +156,7 @@ def onnx_pads(input_sizes, window_size, *, strides=1, dilations=1, auto_pad="NOT
         if len(p) != 2 * k:
             raise names.invalid(f"pads has {len(p)} values {list(p)}; expected {2 * k} "
                                 f"(begin values then end values, {k} spatial dimensions)")
-        check_min(p, 0, names, "pads", "must not be negative")
+        check_bounds(p, 0, names, "pads", "must not be negative")
         return p[:k], p[k:]
     if mode == "VALID":
         return (0,) * k, (0,) * k
