@@ -364,6 +364,7 @@ def test_bad_model(case, capsys, tmp_path, monkeypatch):
     assert err.startswith(f"dmlops run: error: {where}: "), err
     assert what in err
     assert "Traceback" not in err
+    assert out == ""                # a failing model writes nothing: no print lines either
     assert not (tmp_path / "out.npy").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["model.json"]      # not even a temp file
 
@@ -753,3 +754,30 @@ def test_written_files_get_the_usual_mode(capsys, tmp_path, monkeypatch):
         os.umask(old)
     assert (rc, err) == (0, "")
     assert (tmp_path / "max_pooling2_values.npy").stat().st_mode & 0o777 == 0o644
+
+
+def test_optional_tensor_given_as_null_is_left_out(capsys, tmp_path, monkeypatch):
+    """DirectML's optional tensors are null pointers: ``null`` in JSON leaves one out, as
+    leaving out its key does (and then it must not be bound)."""
+    monkeypatch.chdir(tmp_path)
+    outs = []
+    for how in ("pop", "null"):
+        m = quantized_model()
+        d = m["dispatchables"]["qavg"]["desc"]
+        if how == "pop":
+            d.pop("InputZeroPointTensor")
+        else:
+            d["InputZeroPointTensor"] = None
+        for c in m["commands"]:
+            if c["type"] == "dispatch":
+                c["bindings"].pop("InputZeroPointTensor", None)
+        rc, out, err = run_cli(capsys, "run", str(write_model(tmp_path, json.dumps(m))))
+        assert rc == 0, err
+        outs.append((out, np.load(tmp_path / "out.npy")))
+    assert outs[0][0] == outs[1][0]
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    m = quantized_model()
+    m["dispatchables"]["qavg"]["desc"]["InputZeroPointTensor"] = None
+    rc, out, err = run_cli(capsys, "run", str(write_model(tmp_path, json.dumps(m))))
+    assert rc == 2 and "leaves this optional tensor out" in err
+    assert out == ""

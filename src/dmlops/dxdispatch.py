@@ -13,8 +13,8 @@ A model has three members, as in DirectML's DxDispatch tool:
 
 The whole model is parsed and validated (every description compiled, every binding resolved
 and its size checked) before anything runs; the commands then run in memory, and files are
-written only after the last command succeeded, so a model that fails writes nothing. Every
-problem is a :class:`ModelError` naming its JSON location, e.g.
+written (and ``print``'s text shown) only after the last command succeeded, so a model that
+fails writes nothing. Every problem is a :class:`ModelError` naming its JSON location, e.g.
 ``dispatchables.pool.desc.WindowSize: ...`` or ``commands[2].bindings.InputTensor: ...``.
 
 Rules of this implementation where DxDispatch's own documentation is silent or differs:
@@ -26,7 +26,7 @@ Rules of this implementation where DxDispatch's own documentation is silent or d
   and start at a multiple of its element size (and of ``GuaranteedBaseOffsetAlignment``).
   An output may not overlap any other tensor bound in the same dispatch.
 * Every tensor present in a description must be bound; optional tensors left out of the
-  description (``OutputIndicesTensor``, zero points) must not be.
+  description (``OutputIndicesTensor``, zero points), or given as ``null``, must not be.
 * ``print`` shows the initialised elements of a resource (not the padding that ``sizeInBytes``
   or 4-byte rounding added), in ``initialValuesDataType``. ``writeFile`` writes the same
   elements as a 1-D ``.npy`` (``.dat``/``.bin``: raw bytes); ``dimensions`` reshapes, and may
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import io
 import json
 import math
 import os
@@ -701,16 +702,17 @@ def _parse_dispatchable(name: str, value, path: str, level, backend) -> Dispatch
     camel = {f.name: _camel(f.name) for f in fields}
     by_json = {c: s for s, c in camel.items()}
     _keys(desc_json, dpath, list(by_json))
+    bind_points = _bind_points(cls)
+    optional = {f for f, _, opt in bind_points if opt}
     kwargs = {}
     # data types first: PADDING1's PaddingValue is read as PaddingValueDataType
     order = sorted(fields, key=lambda f: (not f.name.endswith("data_type"),))
     for f in order:
         key = camel[f.name]
-        if key not in desc_json:
+        # (an optional tensor given as null is left out, as DirectML's null pointer)
+        if key not in desc_json or (desc_json[key] is None and f.name in optional):
             continue
         kwargs[f.name] = _field_value(f.name, desc_json[key], cls, kwargs, _key(dpath, key))
-    bind_points = _bind_points(cls)
-    optional = {f for f, _, opt in bind_points if opt}
     for f in fields:
         if f.name in kwargs or f.name in _OPTIONAL_FIELDS or f.name in optional or \
                 f.name in getattr(cls, "_json_optional", ()):
@@ -1073,19 +1075,23 @@ class Model:
 
     def run(self, out=None) -> list:
         """Run the commands in order (resources start from their initial values), then write
-        the files of the ``writeFile`` commands; returns the paths written. ``print`` goes to
-        ``out`` (default ``sys.stdout``)."""
+        the files of the ``writeFile`` commands and the text of the ``print`` commands (to
+        ``out``, default ``sys.stdout``), both only once every command succeeded; returns the
+        paths written."""
         out = sys.stdout if out is None else out
         state = {name: r.data.copy() for name, r in self.resources.items()}
-        pending = {}
+        pending, printed = {}, io.StringIO()
         for cmd in self.commands:
             if isinstance(cmd, _Dispatch):
                 cmd.run(state)
             elif isinstance(cmd, _Print):
-                cmd.run(state, out)
+                cmd.run(state, printed)
             else:
                 cmd.run(state, pending)
-        return _write_files(pending)
+        written = _write_files(pending)
+        # (held back until every command succeeded: a model that fails writes nothing)
+        out.write(printed.getvalue())
+        return written
 
 
 def _write_files(pending: dict) -> list:
