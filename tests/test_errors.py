@@ -550,6 +550,96 @@ def test_output_strides_that_alias():
     expect(Inv, run, [x, buf], ["MAX_POOLING2", "output_tensor"])
 
 
+def test_output_strides_that_do_not_alias_are_accepted():
+    # Only strides that really make two elements share memory are an error (SPEC 4.2):
+    # (2, 3) with strides (3, 2) addresses 0, 2, 4, 3, 5, 7, all distinct, though the
+    # smaller stride's reach passes the larger.
+    desc = dml.PaddingDesc(input_tensor=td("FLOAT32", (2, 3)),
+                           output_tensor=td("FLOAT32", (2, 3), (3, 2)),
+                           start_padding=(0, 0), end_padding=(0, 0))
+    x = np.arange(6, dtype=F32).reshape(2, 3)
+    buf = np.full(8, -1, F32)
+    dml.compile_operator(desc).execute(input_tensor=x, output_tensor=buf)
+    np.testing.assert_array_equal(buf, [0, -1, 1, 3, 2, 4, -1, 5])
+    for sizes, strides in (((2, 3), (2, 1)), ((3, 4), (3, 1)), ((2, 2, 2), (3, 2, 1))):
+        bad = dml.PaddingDesc(input_tensor=td("FLOAT32", sizes),
+                              output_tensor=td("FLOAT32", sizes, strides),
+                              start_padding=(0,) * len(sizes), end_padding=(0,) * len(sizes))
+        expect(Inv, lambda: dml.compile_operator(bad), [], ["PADDING", "output_tensor.strides"])
+
+
+def test_strides_alias_is_exact():
+    from hypothesis import given, settings, strategies as st
+    from dmlops.tensor import strides_alias
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(st.tuples(st.integers(1, 6), st.integers(-25, 25)), min_size=1, max_size=4),
+           st.sampled_from([1, 2, 4]))
+    def check(dims, itemsize):
+        offsets = np.zeros(1, np.int64)
+        for n, stride in dims:
+            offsets = (offsets[:, None] + np.arange(n) * stride).ravel()
+        offsets.sort()
+        shares = bool(np.any(np.diff(offsets) < itemsize))
+        assert strides_alias([n for n, _ in dims], [s for _, s in dims], itemsize) == shares
+    check()
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_out_whose_elements_share_memory(backend):
+    # An out= written twice over would depend on the order of the writes: the same rule as
+    # for descriptions' output strides, and nothing is written.
+    from numpy.lib.stride_tricks import as_strided
+    x = np.arange(2 * 3 * 6 * 7, dtype=F32).reshape(2, 3, 6, 7)
+    buf = np.zeros(400, F32)
+    out = as_strided(buf, (2, 3, 8, 9), (200, 200, 12, 4))
+    expect(Inv, lambda: dml.padding(x, (0, 0, 1, 1), (0, 0, 1, 1), mode="reflection", out=out,
+                                    backend=backend), [x, buf], ["padding", "out", "share"])
+    xm = x4()
+    zero = as_strided(np.zeros(9, F32), (1, 1, 3, 3), (0, 0, 0, 4))
+    expect(Inv, lambda: dml.max_pooling(xm, 2, out=zero, backend=backend), [xm],
+           ["max_pooling", "out"])
+    # a layout whose elements are distinct, though not nested, is fine
+    fine = as_strided(np.zeros(8, F32), (2, 3), (12, 8))
+    dml.padding(np.ones((2, 3), F32), 0, 0, out=fine, backend=backend)
+    assert fine.tolist() == [[1, 1, 1], [1, 1, 1]]
+
+
+def test_execute_output_binding_whose_elements_share_memory():
+    from numpy.lib.stride_tricks import as_strided
+    desc = dml.PaddingDesc(input_tensor=td("FLOAT32", (2, 3)), output_tensor=td("FLOAT32", (2, 3)),
+                           start_padding=(0, 0), end_padding=(0, 0))
+    x = np.ones((2, 3), F32)
+    buf = np.zeros(4, F32)
+    out = as_strided(buf, (2, 3), (4, 4))
+    expect(Inv, lambda: dml.compile_operator(desc).execute(input_tensor=x, output_tensor=out),
+           [x, buf], ["PADDING", "output_tensor", "share"])
+
+
+def test_desc_missing_input_tensor():
+    # None for a required tensor is an error naming it (not an AttributeError from deriving
+    # dimension_count); an array where a TensorDesc belongs is one too.
+    for make in (lambda t: dml.PaddingDesc(input_tensor=t, output_tensor=td("FLOAT32", (2,)),
+                                           start_padding=0, end_padding=0),
+                 lambda t: dml.MaxPooling2Desc(input_tensor=t,
+                                               output_tensor=td("FLOAT32", (1, 1, 2, 2)),
+                                               window_size=1)):
+        expect(Inv, lambda: dml.compile_operator(make(None)), [], ["input_tensor", "required"])
+        with pytest.raises(dml.DmlError, match="input_tensor"):
+            dml.compile_operator(make(np.zeros((1, 1, 2, 2), F32)))
+
+
+def test_tensor_desc_data_type_none_and_total_size_not_an_int():
+    desc = dml.PaddingDesc(input_tensor=td(None, (2,)), output_tensor=td("FLOAT32", (2,)),
+                           start_padding=0, end_padding=0)
+    expect(Uns, lambda: dml.compile_operator(desc), [], ["PADDING", "input_tensor", "None"])
+    for total in (12.0, "8", True):
+        desc = dml.PaddingDesc(input_tensor=td("FLOAT32", (2,), total_tensor_size_in_bytes=total),
+                               output_tensor=td("FLOAT32", (2,)), start_padding=0, end_padding=0)
+        expect(Inv, lambda: dml.compile_operator(desc), [],
+               ["PADDING", "total_tensor_size_in_bytes", "integer"])
+
+
 def test_compile_unknown_backend():
     expect(Uns, lambda: dml.compile_operator(maxpool2(), backend="no-such-backend"), [],
            ["no-such-backend"])

@@ -165,6 +165,22 @@ def test_pad_beyond_onnxruntime_follows_numpy():
     np.testing.assert_array_equal(y, np.pad(x[:, 1:, :2], [(0, 0), (0, 0), (2, 0)], "edge"))
 
 
+def test_pad_crops_a_dimension_to_nothing():
+    # Cropped to no elements, a dimension can still be padded with a constant (np.pad does
+    # the same); the other modes have nothing to copy, and cropping more than a dimension
+    # holds is an error.
+    x = np.ones((3, 1), np.float32)
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="constant")
+    y = dox.run_node(node, [x, np.array([0, 2, 0, -1])], backend=REF)[0]
+    np.testing.assert_array_equal(y, np.pad(x[:, :0], [(0, 0), (2, 0)]))
+    assert dox.run_node(node, [x, np.array([0, -1, 0, 0])], backend=REF)[0].shape == (3, 0)
+    with pytest.raises(dml.InvalidArgumentError, match="remove more than"):
+        dox.run_node(node, [x, np.array([0, 3, 0, -2])], backend=REF)
+    edge = helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge")
+    with pytest.raises(dml.InvalidArgumentError, match="only constant padding"):
+        dox.run_node(edge, [x, np.array([0, 2, 0, -1])], backend=REF)
+
+
 def test_pad_opset2_attributes():
     x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
     node = helper.make_node("Pad", ["x"], ["y"], mode="constant", pads=[0, 0, 1, 0, 0, 0, 0, 1],

@@ -81,7 +81,9 @@ class _Desc:
                 object.__setattr__(self, f.name, bool(value) if value in (0, 1) else value)
         if getattr(self, "dimension_count", 0) is None:
             # derived: the spatial rank for pooling, the whole rank for padding
-            x = getattr(self, "input_tensor", None) or getattr(self, "input_gradient_tensor")
+            x = getattr(self, "input_tensor", None)
+            if x is None:
+                x = getattr(self, "input_gradient_tensor", None)
             if isinstance(x, TensorDesc) and isinstance(x.sizes, tuple):
                 spatial = 0 if self._op.startswith("PADDING") else 2
                 object.__setattr__(self, "dimension_count", max(len(x.sizes) - spatial, 0))

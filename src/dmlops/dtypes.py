@@ -65,7 +65,8 @@ def data_type(value, what: str = "data type") -> DataType:
             name = name[len("DML_TENSOR_DATA_TYPE_"):]
         if name in DataType.__members__:
             return DataType[name]
-    if not isinstance(value, (int, np.integer)):
+    if value is not None and not isinstance(value, (int, np.integer)):
+        # (not None: np.dtype(None) is float64)
         try:
             dt = np.dtype(value)
         except (TypeError, ValueError):

@@ -16,7 +16,7 @@ from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
 from .descs import check_no_overlap, run_padding, with_native_outputs
 from .dtypes import DataType
 from .errors import Names
-from .tensor import native, native_dtype
+from .tensor import check_distinct, native, native_dtype
 
 __all__ = ["average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
            "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
@@ -85,6 +85,7 @@ def _out_values(out, shape, names, field):
         raise names.invalid(f"{names(field)} has shape {out.shape}; expected {tuple(shape)}")
     if not out.flags.writeable:
         raise names.invalid(f"{names(field)} is read-only; out= must be writable")
+    check_distinct(out, names, field)
 
 
 def _outputs(outs, specs, inputs, names):

@@ -302,13 +302,14 @@ def _pad(label, attrs, inputs, n_out, backend):
     for j, a in enumerate(axes):
         start[a], end[a] = pads[j], pads[len(axes) + j]
     # Negative pads crop, before anything is padded (as ONNX Runtime does); DirectML's pads
-    # are non-negative.
+    # are non-negative. A dimension cropped to nothing can still be padded in constant mode.
+    for n, s, e in zip(data.shape, start, end):
+        if n + s + e < 0 or max(0, -s) + max(0, -e) > n:
+            raise InvalidArgumentError(f"{label}: negative pads {list(pads)} remove more than "
+                                       f"the {n} elements of a dimension of data")
     crop = tuple(slice(max(0, -s), data.shape[d] - max(0, -e))
                  for d, (s, e) in enumerate(zip(start, end)))
     data = data[crop]
-    if any(n <= 0 for n in data.shape):
-        raise InvalidArgumentError(f"{label}: negative pads {list(pads)} remove a whole "
-                                   f"dimension of data")
     start = tuple(max(0, s) for s in start)
     end = tuple(max(0, e) for e in end)
     is_bool = data.dtype == np.bool_

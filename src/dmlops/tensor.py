@@ -131,7 +131,10 @@ def check_tensor_values(t: TensorDesc, names: Names, field: str):
                                     f"non-negative integer (strides count elements)")
     total = t.total_tensor_size_in_bytes
     if total is not None:
-        if not is_int(total) or total < t.minimum_size_in_bytes:
+        if not is_int(total):
+            raise names.invalid(f"{names(field)}.total_tensor_size_in_bytes = {total!r} must be "
+                                f"an integer (a number of bytes)")
+        if total < t.minimum_size_in_bytes:
             raise names.invalid(f"{names(field)}.total_tensor_size_in_bytes = {total!r} is "
                                 f"smaller than the minimum {t.minimum_size_in_bytes} bytes "
                                 f"(last element offset + 1, times the element size, rounded "
@@ -145,15 +148,52 @@ def check_tensor_values(t: TensorDesc, names: Names, field: str):
                             f"be 0 or a power of two at least the element size")
 
 
-def strides_alias(sizes, strides) -> bool:
-    """Whether two elements of the layout may share memory. Sufficient test: sorted by stride,
-    each stride must step over everything the smaller ones reach."""
-    dims = sorted((st, sz) for sz, st in zip(sizes, strides) if sz > 1)
-    reach = 0
-    for st, sz in dims:
-        if st <= reach:
+def strides_alias(sizes, strides, itemsize=1) -> bool:
+    """Whether two distinct elements of a layout share memory: ``strides`` in units of which
+    each element spans ``itemsize`` (elements for a description, bytes for an array), of any
+    sign. Exact.
+
+    Most layouts nest (sorted by stride, each steps over all that the smaller ones span),
+    which settles it at once. Otherwise the layout is halved along a dimension again and
+    again: it is one-to-one exactly when its larger half is and the two halves are disjoint
+    (the smaller half is a shifted part of the larger), and NumPy decides disjointness
+    exactly (``np.shares_memory``); a problem beyond its effort bound counts as sharing.
+
+    >>> strides_alias((2, 3), (3, 2)), strides_alias((2, 3), (2, 1))
+    (False, True)
+    """
+    sizes = [int(n) for n in sizes]
+    strides = [abs(int(st)) for st in strides]
+    dims = sorted((st, n) for n, st in zip(sizes, strides) if n > 1)
+    span = itemsize
+    for st, n in dims:
+        if st < span:
+            break
+        span += (n - 1) * st
+    else:
+        return False
+    if any(st == 0 for st, _ in dims):
+        return True
+    if span + sum((n - 1) * st for st, n in dims) >= 2**62:
+        return True             # (beyond any address space: NumPy's arithmetic would wrap)
+    shape = [n for _, n in dims]
+    base = np.empty(1, np.dtype((np.void, itemsize)))
+    # (views that describe the layout; nothing reads through them)
+    whole = np.lib.stride_tricks.as_strided(base, shape, [st for st, _ in dims])
+    while max(shape) > 1:
+        d = shape.index(max(shape))
+        m = shape[d] // 2
+        cut = [slice(None)] * len(shape)
+        cut[d] = slice(0, m)
+        lower = whole[tuple(cut)]
+        cut[d] = slice(m, shape[d])
+        whole = whole[tuple(cut)]
+        try:
+            if np.shares_memory(lower, whole, max_work=1_000_000):
+                return True
+        except np.exceptions.TooHardError:
             return True
-        reach += (sz - 1) * st
+        shape[d] -= m
     return False
 
 
@@ -181,6 +221,8 @@ def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.nda
     if output and not array.flags.writeable:
         raise names.invalid(f"{names(field)} is read-only; an output must be writable")
     if t.strides is None and array.shape == t.sizes:
+        if output:
+            check_distinct(array, names, field)
         return array
     if t.strides is None and array.ndim != 1:
         raise names.invalid(f"{names(field)} has shape {array.shape}; expected the sizes "
@@ -194,6 +236,20 @@ def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.nda
                             f"sizes {t.sizes} and strides {t.element_strides} need at least "
                             f"{t.span}")
     step = flat.strides[0]
-    return np.lib.stride_tricks.as_strided(
+    view = np.lib.stride_tricks.as_strided(
         flat, shape=t.sizes, strides=tuple(s * step for s in t.element_strides),
         writeable=output)
+    if output:
+        check_distinct(view, names, field)
+    return view
+
+
+def check_distinct(out: np.ndarray, names: Names, field: str):
+    """An output array's elements must not share memory (SPEC 4.2): a layout written twice
+    over would depend on the order of the writes."""
+    if out.flags.c_contiguous or out.flags.f_contiguous:
+        return
+    if strides_alias(out.shape, out.strides, out.itemsize):
+        raise names.invalid(f"{names(field)} has shape {out.shape} and byte strides "
+                            f"{out.strides}, which make two of its elements share memory; "
+                            f"an output's elements must be distinct")
