@@ -640,6 +640,18 @@ def test_tensor_desc_data_type_none_and_total_size_not_an_int():
                ["PADDING", "total_tensor_size_in_bytes", "integer"])
 
 
+def test_unordered_collections_are_not_sequences():
+    # A spatial argument is an int or a sequence (SPEC 4.1): a set's order is arbitrary.
+    x = x4()
+    expect(Inv, lambda: dml.max_pooling(x, {1, 2}), [x], ["max_pooling", "window_size", "set"])
+    expect(Inv, lambda: dml.padding(x, {0, 1}, 0), [x], ["padding", "start_padding", "set"])
+    expect(Inv, lambda: dml.average_pooling(x, 2, dilations=frozenset({1, 2})), [x],
+           ["dilations", "frozenset"])
+    desc = dml.MaxPooling2Desc(input_tensor=td("FLOAT32", (1, 1, 4, 4)),
+                               output_tensor=td("FLOAT32", (1, 1, 4, 3)), window_size={1, 2})
+    expect(Inv, lambda: dml.compile_operator(desc), [], ["MAX_POOLING2", "window_size", "set"])
+
+
 def test_compile_unknown_backend():
     expect(Uns, lambda: dml.compile_operator(maxpool2(), backend="no-such-backend"), [],
            ["no-such-backend"])

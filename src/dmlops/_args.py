@@ -20,6 +20,9 @@ def as_int_tuple(value, names: Names, field: str) -> tuple:
     """A sequence of integers (no bools, no floats), as given: lengths are checked later."""
     if is_int(value):
         return (int(value),)
+    if isinstance(value, (set, frozenset, dict)):
+        raise names.invalid(f"{names(field)} = {value!r} must be an integer or a sequence of "
+                            f"integers (a {type(value).__name__} has no order)")
     try:
         items = list(value)
     except TypeError:

@@ -45,7 +45,7 @@ IN, OUT = "input", "output"
 def _spelling(value):
     """Sequences become tuples of ints where they are ints; anything else is kept as given
     for compile_operator to report."""
-    if value is None or is_int(value) or isinstance(value, (str, bytes)):
+    if value is None or is_int(value) or isinstance(value, (str, bytes, set, frozenset, dict)):
         return int(value) if is_int(value) else value
     try:
         return tuple(int(v) if is_int(v) else v for v in value)
