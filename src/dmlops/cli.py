@@ -49,10 +49,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="backend to run on (see 'dmlops info'); default: the library's "
                           "choice")
 
-    sub.add_parser("warmup", help="compile the cpu backend's common kernels ahead of time",
-                   description="Compile (or load from the on-disk cache) the cpu backend's "
-                               "kernels for the common data types, so that the first call "
-                               "of a later process starts at once.")
+    warm = sub.add_parser(
+        "warmup", help="compile the cpu backend's common kernels ahead of time",
+        description="Compile (or load from the on-disk cache) the cpu backend's kernels for "
+                    "the common data types, so that the first call of a later process starts "
+                    "at once.")
+    warm.add_argument("--jobs", "-j", metavar="N", type=_jobs, default=None,
+                      help="worker processes compiling at once (default: the usable cores)")
     sub.add_parser("info", help="show backends, feature levels, data types and operators",
                    description="Show the available backends, the feature levels, the data "
                                "types and the operators.")
@@ -84,7 +87,24 @@ def _run(args, out, err) -> int:
     return 0
 
 
-def _warmup(out, err) -> int:
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of jobs")
+    return n
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # (not on every platform)
+        return os.cpu_count() or 1
+
+
+def _warmup(out, err, jobs=None) -> int:
     import time
 
     import dmlops
@@ -95,9 +115,10 @@ def _warmup(out, err) -> int:
         return 2
     from .backends.cpu import warmup
     from .backends.cpu._cache import cache_dir
-    out.write(f"compiling into {cache_dir()}\n")
+    jobs = _usable_cores() if jobs is None else jobs
+    out.write(f"compiling into {cache_dir()} ({jobs} job{'s' if jobs > 1 else ''})\n")
     t0 = time.perf_counter()
-    warmup(lambda name, seconds: out.write(f"  {name}: {seconds:.2f} s\n"))
+    warmup(lambda name, seconds: out.write(f"  {name}: {seconds:.2f} s\n"), jobs=jobs)
     out.write(f"done in {time.perf_counter() - t0:.1f} s\n")
     return 0
 
@@ -143,7 +164,7 @@ def main(argv=None) -> int:
         if args.command == "run":
             return _run(args, out, err)
         if args.command == "warmup":
-            return _warmup(out, err)
+            return _warmup(out, err, args.jobs)
         return _info(out)
     except BrokenPipeError:         # e.g. `dmlops info | head -1`: stop quietly
         try:

@@ -217,52 +217,89 @@ WARMUP_TYPES = {
 }
 
 
-def warmup(report=None):
-    """Compile (or load from the on-disk cache) the kernels of the common signatures, so a
-    later first call starts at once. ``report(name, seconds)`` is told of each."""
-    import time
-
+def _warmup_calls() -> list:
+    """``(name, call)`` for each signature of ``WARMUP_TYPES``, in its order (the costliest,
+    max pooling's, first)."""
     import dmlops as dml
-
-    def timed(name, fn):
-        t0 = time.perf_counter()
-        fn()
-        if report is not None:
-            report(name, time.perf_counter() - t0)
 
     def x_of(dtype):
         return np.arange(16).astype(dtype).reshape(1, 1, 4, 4)
 
+    calls = []
     for dt in WARMUP_TYPES["max_pooling"]:
-        timed(f"max_pooling {dt}", lambda: dml.max_pooling(x_of(dt), 2, backend=NAME))
-        timed(f"max_pooling {dt} + uint32 indices",
-              lambda: dml.max_pooling(x_of(dt), 2, output_indices=True, backend=NAME))
+        calls.append((f"max_pooling {dt}",
+                      lambda dt=dt: dml.max_pooling(x_of(dt), 2, backend=NAME)))
+        calls.append((f"max_pooling {dt} + uint32 indices",
+                      lambda dt=dt: dml.max_pooling(x_of(dt), 2, output_indices=True,
+                                                    backend=NAME)))
     for dt in WARMUP_TYPES["average_pooling"]:
-        timed(f"average_pooling {dt}", lambda: dml.average_pooling(x_of(dt), 2, backend=NAME))
+        calls.append((f"average_pooling {dt}",
+                      lambda dt=dt: dml.average_pooling(x_of(dt), 2, backend=NAME)))
     for dt in WARMUP_TYPES["max_pooling_grad"]:
-        timed(f"max_pooling_grad {dt}", lambda: dml.max_pooling_grad(
-            x_of(dt), np.ones((1, 1, 3, 3), dt), 2, backend=NAME))
+        calls.append((f"max_pooling_grad {dt}", lambda dt=dt: dml.max_pooling_grad(
+            x_of(dt), np.ones((1, 1, 3, 3), dt), 2, backend=NAME)))
     for din, dout in WARMUP_TYPES["quantized_linear_average_pooling"]:
-        timed(f"quantized_linear_average_pooling {din} -> {dout}",
-              lambda: dml.quantized_linear_average_pooling(x_of(din), 0.5, 0, 0.5, 0, 2,
-                                                           output_dtype=dout, backend=NAME))
+        calls.append((f"quantized_linear_average_pooling {din} -> {dout}",
+                      lambda din=din, dout=dout: dml.quantized_linear_average_pooling(
+                          x_of(din), 0.5, 0, 0.5, 0, 2, output_dtype=dout, backend=NAME)))
     for dt in WARMUP_TYPES["padding"]:
-        timed(f"padding {dt}", lambda: dml.padding(x_of(dt), (0, 0, 1, 1), (0, 0, 1, 1),
-                                                   mode="reflection",
-                                                   backend=NAME))
+        calls.append((f"padding {dt}", lambda dt=dt: dml.padding(
+            x_of(dt), (0, 0, 1, 1), (0, 0, 1, 1), mode="reflection", backend=NAME)))
     for dt in WARMUP_TYPES["average_pooling_grad"]:
-        timed(f"average_pooling_grad {dt}", lambda: dml.average_pooling_grad(
-            np.ones((1, 1, 3, 3), dt), 2, input_sizes=(4, 4), backend=NAME))
+        calls.append((f"average_pooling_grad {dt}", lambda dt=dt: dml.average_pooling_grad(
+            np.ones((1, 1, 3, 3), dt), 2, input_sizes=(4, 4), backend=NAME)))
     for dt in WARMUP_TYPES["lp_pooling"]:
-        timed(f"lp_pooling {dt}", lambda: dml.lp_pooling(x_of(dt), 2, backend=NAME))
+        calls.append((f"lp_pooling {dt}",
+                      lambda dt=dt: dml.lp_pooling(x_of(dt), 2, backend=NAME)))
     for dt, it in WARMUP_TYPES["max_unpooling"]:
-        timed(f"max_unpooling {dt} + {it} indices", lambda: dml.max_unpooling(
-            x_of(dt), np.arange(16).astype(it).reshape(1, 1, 4, 4), (1, 1, 4, 4),
-            backend=NAME))
+        calls.append((f"max_unpooling {dt} + {it} indices",
+                      lambda dt=dt, it=it: dml.max_unpooling(
+                          x_of(dt), np.arange(16).astype(it).reshape(1, 1, 4, 4),
+                          (1, 1, 4, 4), backend=NAME)))
     for dt in WARMUP_TYPES["roi_pooling"]:
-        timed(f"roi_pooling {dt}", lambda: dml.roi_pooling(
+        calls.append((f"roi_pooling {dt}", lambda dt=dt: dml.roi_pooling(
             x_of(dt), np.array([[0, 0, 0, 3, 3]], dt), spatial_scale=1.0, pooled_size=2,
-            backend=NAME))
+            backend=NAME)))
+    return calls
+
+
+def _warmup_one(name: str) -> float:
+    """Compile one of ``_warmup_calls`` by name (in a worker process); its seconds."""
+    import time
+
+    call = dict(_warmup_calls())[name]
+    t0 = time.perf_counter()
+    call()
+    return time.perf_counter() - t0
+
+
+def warmup(report=None, jobs: int = 1):
+    """Compile (or load from the on-disk cache) the kernels of the common signatures, so a
+    later first call starts at once. ``report(name, seconds)`` is told of each, as each
+    ends. ``jobs`` > 1 compiles in that many worker processes at once (Numba compiles one
+    function at a time per process; the cache is safe for several), largest first; a
+    kernel that two signatures share may then be compiled by two workers."""
+    import time
+
+    calls = _warmup_calls()
+    if jobs <= 1 or len(calls) < 2:
+        for name, call in calls:
+            t0 = time.perf_counter()
+            call()
+            if report is not None:
+                report(name, time.perf_counter() - t0)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # (spawned, not forked: a fork of a process with Numba's threads running is unsafe)
+    with ProcessPoolExecutor(min(jobs, len(calls)),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        running = {pool.submit(_warmup_one, name): name for name, _ in calls}
+        for done in as_completed(running):
+            seconds = done.result()
+            if report is not None:
+                report(running[done], seconds)
 
 
 # --- the rest of the pooling family (kernels in family.py) -------------------------------
