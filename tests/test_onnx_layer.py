@@ -263,3 +263,46 @@ def test_errors_name_the_node():
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, 4)],
                    [("y", np.float32, 4)])
     assert not dox.DmlBackend.is_compatible(model)
+
+
+def test_attributes_onnx_refuses_are_refused():
+    """Attributes that ONNX's schemas reject are errors naming the node, not ignored."""
+    x = np.arange(36, dtype=np.uint8).reshape(1, 1, 6, 6)
+    q = helper.make_node("QLinearAveragePool", ["x", "s", "z", "s2", "z2"], ["y"],
+                         domain="com.microsoft", kernel_shape=[2, 2], dilations=[2, 2],
+                         name="q")
+    scale, zp = np.float32(0.1), np.uint8(3)
+    with pytest.raises(dml.UnsupportedError, match="'q'.*attribute dilations"):
+        dox.run_node(q, [x, scale, zp, scale, zp], backend=REF)
+    xf = np.ones((1, 1, 4, 4), np.float32)
+    q = helper.make_node("QLinearAveragePool", ["x", "s", "z", "s2", "z2"], ["y"],
+                         domain="com.microsoft", kernel_shape=[2, 2])
+    with pytest.raises(dml.UnsupportedError, match="X has dtype float32"):
+        dox.run_node(q, [xf, scale, zp, scale, zp], backend=REF)
+    pad = helper.make_node("Pad", ["x", "p"], ["y"], value=7.0)
+    with pytest.raises(dml.UnsupportedError, match="constant_value"):
+        dox.run_node(pad, [xf, np.array([0, 0, 1, 1, 0, 0, 1, 1])], backend=REF)
+    both = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2],
+                            auto_pad="SAME_UPPER", pads=[1, 1, 1, 1])
+    with pytest.raises(dml.InvalidArgumentError, match="cannot be used together"):
+        dox.run_node(both, [xf], backend=REF)
+    floats = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2.0, 2.0])
+    with pytest.raises(dml.InvalidArgumentError, match="kernel_shape .* must hold integers"):
+        dox.run_node(floats, [xf], backend=REF)
+
+
+def test_prepare_reports_an_unknown_attribute_as_dmlops_does():
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], foo=1, name="pool1")
+    model = _model([node], [("x", np.float32, 4)], [("y", np.float32, 4)])
+    with pytest.raises(dml.UnsupportedError, match="'pool1'.*attribute foo is not supported"):
+        dox.prepare(model)
+
+
+def test_max_unpool_output_shape_error_explains_the_indices():
+    x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    pool = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    y, i = dox.run_node(pool, [x], backend=REF)
+    unpool = helper.make_node("MaxUnpool", ["y", "i", "shape"], ["z"], kernel_shape=[2, 2],
+                              strides=[2, 2])
+    with pytest.raises(dml.InvalidArgumentError, match="default output shape .1, 1, 4, 4."):
+        dox.run_node(unpool, [y, i, np.array([1, 1, 5, 5])], backend=REF)

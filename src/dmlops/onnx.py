@@ -97,11 +97,21 @@ def _flag(attrs, name, label, default=0) -> bool:
 
 # --- the attribute mapping (one place) ------------------------------------------------------
 
+def _int_list(values, name, label) -> tuple:
+    """An INTS attribute's values, as ints (a FLOATS one, e.g. ``[2.0, 2.0]``, is refused)."""
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise InvalidArgumentError(f"{label}: attribute {name} = {values!r} must hold "
+                                       f"integers (an INTS attribute)")
+    return tuple(int(v) for v in values)
+
+
 def _ints(attrs, name, k, default, label) -> tuple:
     v = attrs.get(name)
     if v is None:
         return (default,) * k
-    v = tuple(int(i) for i in v)
+    v = _int_list(v, name, label)
     if len(v) != k:
         raise InvalidArgumentError(f"{label}: attribute {name} has {len(v)} values {list(v)}; "
                                    f"expected {k}, one per spatial dimension")
@@ -141,6 +151,11 @@ def pool_arguments(x_shape, attrs: dict, label: str = "ONNX pooling node",
     ceil_mode = _flag(attrs, "ceil_mode", label)
     auto_pad = attrs.get("auto_pad", "NOTSET")
     pads = attrs.get("pads")
+    if pads is not None:
+        pads = _int_list(pads, "pads", label)
+        if auto_pad not in ("NOTSET", "") and any(pads):
+            raise InvalidArgumentError(f"{label}: attributes auto_pad = {auto_pad!r} and pads "
+                                       f"= {list(pads)} cannot be used together (ONNX)")
     with _in_node(label):
         start, end = onnx_pads(x_shape, window_size, strides=strides, dilations=dilations,
                                auto_pad=auto_pad, pads=pads)
@@ -233,7 +248,7 @@ def _max_unpool(label, attrs, inputs, n_out, backend):
         raise InvalidArgumentError(f"{label}: attribute kernel_shape is required")
     kernel = _ints(attrs, "kernel_shape", k, 1, label)
     strides = _ints(attrs, "strides", k, 1, label)
-    pads = tuple(int(p) for p in attrs.get("pads", (0,) * 2 * k))
+    pads = _int_list(attrs.get("pads", (0,) * 2 * k), "pads", label)
     if len(pads) != 2 * k:
         raise InvalidArgumentError(f"{label}: attribute pads has {len(pads)} values; expected "
                                    f"{2 * k} (begin values then end values)")
@@ -254,7 +269,15 @@ def _max_unpool(label, attrs, inputs, n_out, backend):
     with _in_node(label):
         # The indices address the default shape; a larger output_shape adds zeros at the end
         # of each dimension (what ONNX's reference and its tests do).
-        y = _fn.max_unpooling(x, idx, inferred, backend=backend)
+        try:
+            y = _fn.max_unpooling(x, idx, inferred, backend=backend)
+        except InvalidArgumentError as e:
+            if shape == inferred or "outside the output" not in str(e):
+                raise
+            raise InvalidArgumentError(
+                f"{e}. The indices address the default output shape {list(inferred)} (as "
+                f"ONNX's reference does); output_shape = {list(shape)} only adds zeros at the "
+                f"end of each dimension") from None
         if shape != inferred:
             y = _fn.padding(y, 0, tuple(s - t for s, t in zip(shape, inferred)),
                             backend=backend)
@@ -272,10 +295,15 @@ def _pad(label, attrs, inputs, n_out, backend):
                                f"{', '.join(_PAD_MODES)}")
     rank = data.ndim
     if "pads" in attrs or "paddings" in attrs:          # Pad-1 and Pad-2: attributes
-        pads = tuple(int(p) for p in attrs.get("pads", attrs.get("paddings")))
+        key = "pads" if "pads" in attrs else "paddings"
+        pads = _int_list(attrs[key], key, label)
         value = float(attrs.get("value", 0.0))
         axes = tuple(range(rank))
     else:                                                # Pad-11 and later: inputs
+        if "value" in attrs:
+            raise UnsupportedError(f"{label}: attribute value belongs to Pad-1 and Pad-2 "
+                                   f"(pads as an attribute); Pad-11 and later take the "
+                                   f"constant as their third input, constant_value")
         pads = tuple(int(p) for p in _input(inputs, 1, label, "pads").ravel())
         value = 0
         if len(inputs) > 2 and inputs[2] is not None:
@@ -376,6 +404,9 @@ def _phantoms_as_padding(x_shape, args) -> dict:
 
 def _qlinear_average_pool(label, attrs, inputs, n_out, backend):
     x = _input(inputs, 0, label, "X")
+    if x.dtype not in (np.int8, np.uint8):
+        raise UnsupportedError(f"{label}: input X has dtype {x.dtype}; QLinearAveragePool "
+                               f"takes int8 or uint8")
     if x.ndim < 3:
         raise UnsupportedError(f"{label}: input X is {x.ndim}-D; pooling needs N, C and at "
                                f"least one spatial dimension")
@@ -437,8 +468,10 @@ SUPPORTED_OPS = {
     ("", "Pad"): (_pad, frozenset({"mode", "pads", "paddings", "value"}), 1),
     ("", "Constant"): (_constant, frozenset({"value", "value_float", "value_floats",
                                              "value_int", "value_ints"}), 1),
+    # (com.microsoft's QLinearAveragePool has no dilations)
     (MS_DOMAIN, "QLinearAveragePool"): (_qlinear_average_pool,
-                                        _POOL | {"count_include_pad", "channels_last"}, 1),
+                                        (_POOL - {"dilations"})
+                                        | {"count_include_pad", "channels_last"}, 1),
 }
 
 
@@ -540,6 +573,10 @@ class DmlBackend(Backend):
         _check_device(device)
         if not isinstance(model, onnx.ModelProto):
             model = onnx.load(model) if isinstance(model, str) else onnx.load_from_string(model)
+        # (the nodes first: an unsupported operator or attribute is reported as dmlops
+        # reports it, naming the node, before onnx's checker finds it unknown)
+        for i, n in enumerate(model.graph.node):
+            _Node(n, i)
         onnx.checker.check_model(model)
         return DmlBackendRep(model, backend)
 
