@@ -332,7 +332,7 @@ def _pad(label, attrs, inputs, n_out, backend):
     # Negative pads crop, before anything is padded (as ONNX Runtime does); DirectML's pads
     # are non-negative. A dimension cropped to nothing can still be padded in constant mode.
     for n, s, e in zip(data.shape, start, end):
-        if n + s + e < 0 or max(0, -s) + max(0, -e) > n:
+        if max(0, -s) + max(0, -e) > n:
             raise InvalidArgumentError(f"{label}: negative pads {list(pads)} remove more than "
                                        f"the {n} elements of a dimension of data")
     crop = tuple(slice(max(0, -s), data.shape[d] - max(0, -e))
@@ -552,6 +552,12 @@ class DmlBackendRep(BackendRep):
         return self._tuple(*(values[n] for n in self.output_names))
 
 
+def _check_nodes(model):
+    """Every node of ``model`` is one that dmlops runs, with attributes it accepts."""
+    for i, n in enumerate(model.graph.node):
+        _Node(n, i)
+
+
 class DmlBackend(Backend):
     """``onnx.backend.base.Backend`` over dmlops. Keyword ``backend=`` picks the dmlops
     backend (``"cpu"``, ``"reference"``; default as :func:`dmlops.set_backend` says)."""
@@ -559,8 +565,7 @@ class DmlBackend(Backend):
     @classmethod
     def is_compatible(cls, model, device="CPU", **kwargs) -> bool:
         try:
-            for i, n in enumerate(model.graph.node):
-                _Node(n, i)
+            _check_nodes(model)
         except DmlError:
             return False
         return cls.supports_device(device)
@@ -575,8 +580,7 @@ class DmlBackend(Backend):
             model = onnx.load(model) if isinstance(model, str) else onnx.load_from_string(model)
         # (the nodes first: an unsupported operator or attribute is reported as dmlops
         # reports it, naming the node, before onnx's checker finds it unknown)
-        for i, n in enumerate(model.graph.node):
-            _Node(n, i)
+        _check_nodes(model)
         onnx.checker.check_model(model)
         return DmlBackendRep(model, backend)
 

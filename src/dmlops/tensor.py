@@ -174,7 +174,7 @@ def strides_alias(sizes, strides, itemsize=1) -> bool:
         return False
     if any(st == 0 for st, _ in dims):
         return True
-    if span + sum((n - 1) * st for st, n in dims) >= 2**62:
+    if itemsize + sum((n - 1) * st for st, n in dims) >= 2**62:
         return True             # (beyond any address space: NumPy's arithmetic would wrap)
     shape = [n for _, n in dims]
     base = np.empty(1, np.dtype((np.void, itemsize)))
@@ -221,9 +221,17 @@ def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.nda
     if output and not array.flags.writeable:
         raise names.invalid(f"{names(field)} is read-only; an output must be writable")
     if t.strides is None and array.shape == t.sizes:
-        if output:
-            check_distinct(array, names, field)
-        return array
+        view = array
+    else:
+        view = _strided_view(array, t, names, field, output)
+    if output:
+        check_distinct(view, names, field)
+    return view
+
+
+def _strided_view(array, t: TensorDesc, names: Names, field: str, output: bool):
+    """``bind``'s view of a flat buffer (or of a contiguous array, flattened) by ``t``'s
+    sizes and element strides."""
     if t.strides is None and array.ndim != 1:
         raise names.invalid(f"{names(field)} has shape {array.shape}; expected the sizes "
                             f"{t.sizes} or a flat 1-D buffer")
@@ -236,12 +244,9 @@ def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.nda
                             f"sizes {t.sizes} and strides {t.element_strides} need at least "
                             f"{t.span}")
     step = flat.strides[0]
-    view = np.lib.stride_tricks.as_strided(
+    return np.lib.stride_tricks.as_strided(
         flat, shape=t.sizes, strides=tuple(s * step for s in t.element_strides),
         writeable=output)
-    if output:
-        check_distinct(view, names, field)
-    return view
 
 
 def check_distinct(out: np.ndarray, names: Names, field: str):

@@ -263,14 +263,18 @@ def _warmup_calls() -> list:
     return calls
 
 
-def _warmup_one(name: str) -> float:
-    """Compile one of ``_warmup_calls`` by name (in a worker process); its seconds."""
+def _timed(call) -> float:
+    """The seconds ``call()`` takes."""
     import time
 
-    call = dict(_warmup_calls())[name]
     t0 = time.perf_counter()
     call()
     return time.perf_counter() - t0
+
+
+def _warmup_one(name: str) -> float:
+    """Compile one of ``_warmup_calls`` by name (in a worker process); its seconds."""
+    return _timed(dict(_warmup_calls())[name])
 
 
 def warmup(report=None, jobs: int = 1):
@@ -279,15 +283,12 @@ def warmup(report=None, jobs: int = 1):
     ends. ``jobs`` > 1 compiles in that many worker processes at once (Numba compiles one
     function at a time per process; the cache is safe for several), largest first; a
     kernel that two signatures share may then be compiled by two workers."""
-    import time
-
     calls = _warmup_calls()
     if jobs <= 1 or len(calls) < 2:
         for name, call in calls:
-            t0 = time.perf_counter()
-            call()
+            seconds = _timed(call)
             if report is not None:
-                report(name, time.perf_counter() - t0)
+                report(name, seconds)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
