@@ -27,3 +27,13 @@ settings.register_profile(
                            HealthCheck.filter_too_much],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_sessionstart(session):
+    """A parallel run of the whole suite compiles its kernels first (``_precompile``)."""
+    import _precompile
+
+    jobs = _precompile.wanted(session.config)
+    if jobs:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        _precompile.precompile(jobs, say=reporter.write_line if reporter else print)

@@ -2052,10 +2052,11 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
     pooling finds them (``_max_rows``, into a plane of scratch indices laid out by ``ysc``
     from offset ``at``), then its gradient added to them in ascending output order. (``at``
     0, ``no`` False and ``yes`` True come as arguments, not literals, so that the rows
-    compiled for max pooling serve here. ``stream``: a large ``dx`` is written with
-    streaming stores, ``_stream``.)"""
-    xb, xs, insz, pitch, dyb, dys = _b(xb), _b(xs), _b(insz), _b(pitch), _b(dyb), _b(dys)
-    outsz, dxb, dxs, dxsz, tag, dytab = _b(outsz), _b(dxb), _b(dxs), _b(dxsz), _b(tag), _b(dytab)
+    compiled for max pooling serve here; so are the arrays ``_max_rows`` takes, not
+    borrowed ones, whose type would compile it anew. ``stream``: a large ``dx`` is written
+    with streaming stores, ``_stream``.)"""
+    dyb, dys, dxb, dxs, dxsz, dytab = _b(dyb), _b(dys), _b(dxb), _b(dxs), _b(dxsz), _b(dytab)
+    btag = _b(tag)
     rank = insz.shape[0]
     in_plane = 1
     for d in range(2, rank):
@@ -2090,10 +2091,10 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
                 e = np.int64(ib[1][q]) if wide else np.int64(ib[0][q])
                 q += one
                 if e != gone:
-                    acc[np.uint64(e - pbase)] += load(dyb[udy + np.uint64(o) * udysk], tag)
+                    acc[np.uint64(e - pbase)] += load(dyb[udy + np.uint64(o) * udysk], btag)
         first = p * in_plane
         if dx_packed:
-            _store_sums(dxb, dxo + first, acc, in_plane, tag, stream)
+            _store_sums(dxb, dxo + first, acc, in_plane, btag, stream)
             continue
         for i in range(in_plane):
             rest = first + i
@@ -2101,7 +2102,7 @@ def _grad_planes(p0, p1, xb, xo, xs, insz, pitch, dyb, dyo, dys, dytab, outsz, w
             for d in range(dxsz.shape[0] - 1, -1, -1):
                 e += (rest % dxsz[d]) * dxs[d]
                 rest //= dxsz[d]
-            dxb[e] = store(acc[i], tag, dxb.dtype.type)
+            dxb[e] = store(acc[i], btag, dxb.dtype.type)
     fence()                     # (the streamed stores of _store_sums)
 
 
