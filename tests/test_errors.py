@@ -354,6 +354,15 @@ def test_lengths_before_values():
     assert "strides" not in msg
 
 
+def test_quantized_lengths_before_zero_point_values():
+    # a Python int zero point's range is a value: the window's length is checked first
+    msg = expect(Inv, q(1.0, 300, 1.0, None, (2, 2, 2)), [QX], ["window_size"])
+    assert "300" not in msg
+    s = np.ones(5, F32)
+    msg = expect(Inv, q(s, None, 1.0, -1, 2), [QX, s], ["input_scale"])
+    assert "output_zero_point" not in msg
+
+
 # --- description layer: compile_operator (SPEC 4.2, 5, 7) --------------------------------
 
 def maxpool2(in_t="FLOAT32", out_t=None, shape=(1, 1, 3, 3), out_shape=None, idx=None, **kw):

@@ -388,19 +388,26 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
 
 
 def _zero_point(zp, dt, names, field):
-    """A zero point: None (0), a Python int in range, or a NumPy array/scalar of ``dt``."""
+    """A zero point's type: None (0), a Python int, or a NumPy array/scalar of ``dt``. A
+    Python int's range is a value, checked after the lengths (SPEC 7's order:
+    ``_zero_point_values``)."""
     _not_lazy(zp, names, field)
-    if zp is None:
-        return np.zeros((), dtype=np.int64)
     if isinstance(zp, (np.ndarray, np.generic)):
         zdt = dtype_of(zp.dtype, names, field)
         if zdt != dt:
             raise names.unsupported(f"{names(field)} has dtype {zp.dtype}; a zero-point array "
                                     f"must have its tensor's type {dt.dtype}")
-        return np.asarray(zp).astype(np.int64)
-    if not is_int(zp):
+    elif zp is not None and not is_int(zp):
         raise names.invalid(f"{names(field)} = {zp!r} must be an integer, a NumPy array of "
                             f"{dt.dtype}, or None")
+
+
+def _zero_point_values(zp, dt, names, field):
+    """A zero point (checked by ``_zero_point``) as int64, a Python int's range checked."""
+    if zp is None:
+        return np.zeros((), dtype=np.int64)
+    if isinstance(zp, (np.ndarray, np.generic)):
+        return np.asarray(zp).astype(np.int64)
     _pool.check_zero_point_values(np.asarray(zp, dtype=object), dt, names, field)
     return np.asarray(int(zp), dtype=np.int64)
 
@@ -452,18 +459,23 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     source, out_dt = candidates[0] if candidates else ("x", dt)
     check_type(op, None, row, "output", out_dt,
                names.with_fields(output=(source.replace(".dtype", ""), 0)), "output")
-    zp_in = _zero_point(input_zero_point, dt, names, "input_zero_point")
-    zp_out = _zero_point(output_zero_point, out_dt, names, "output_zero_point")
+    _zero_point(input_zero_point, dt, names, "input_zero_point")
+    _zero_point(output_zero_point, out_dt, names, "output_zero_point")
     s_in = _scale(input_scale, names, "input_scale")
     s_out = _scale(output_scale, names, "output_scale")
     g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
                   None)
-    rank = x.ndim
-    params = {}
-    for field, arr in (("input_scale", s_in), ("input_zero_point", zp_in),
-                       ("output_scale", s_out), ("output_zero_point", zp_out)):
-        _pool.quantization_param_shape(arr.shape, x.shape, names, field)
-        params[field] = arr.reshape(arr.shape + (1,) * (rank - arr.ndim))
+    given = {"input_scale": s_in, "input_zero_point": input_zero_point,
+             "output_scale": s_out, "output_zero_point": output_zero_point}
+    for field, arr in given.items():
+        _pool.quantization_param_shape(np.shape(arr), x.shape, names, field)
+    # then values (SPEC 7): the zero points' ranges and the scales
+    given["input_zero_point"] = _zero_point_values(input_zero_point, dt, names,
+                                                   "input_zero_point")
+    given["output_zero_point"] = _zero_point_values(output_zero_point, out_dt, names,
+                                                    "output_zero_point")
+    params = {field: arr.reshape(arr.shape + (1,) * (x.ndim - arr.ndim))
+              for field, arr in given.items()}
     _pool.check_scale_values(s_in, names, "input_scale")
     _pool.check_scale_values(s_out, names, "output_scale")
     if not isinstance(include_padding, (bool, np.bool_)):
