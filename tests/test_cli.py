@@ -346,6 +346,11 @@ BAD = {
         "commands[0].bindings.InputZeroPointTensor", "leaves this optional tensor out"),
     "failing later command": (quantized_model, _zero_scale_in_later_dispatch,
                               "commands[4].bindings.InputScaleTensor", "greater than 0"),
+    # the core's pooled_size[0] is the JSON object's Height
+    "pooled size": (lambda: example("roi_pooling.json"),
+                    _set(lambda m: m["dispatchables"]["roi_pool"]["desc"],
+                         PooledSize={"Width": 2, "Height": 0}),
+                    "dispatchables.roi_pool.desc.PooledSize.Height", "at least 1"),
 }
 
 
@@ -659,6 +664,18 @@ def test_padding1_value_errors(value, dt, where, what, capsys, tmp_path):
     assert rc == 2
     assert err.startswith(f"dmlops run: error: dispatchables.pad.desc.{where}: "), err
     assert what in err
+
+
+def test_padding1_value_overflow_is_an_error_not_a_warning(capsys, tmp_path):
+    import warnings
+
+    m = example("padding1_float16.json")
+    m["dispatchables"]["pad"]["desc"]["PaddingValue"] = 70000
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc, _, err = run_model_text(capsys, tmp_path, m)
+    assert rc == 2 and "overflows FLOAT16" in err
+    assert [str(w.message) for w in caught] == []
 
 
 def test_padding_value_data_type_must_match(capsys, tmp_path):

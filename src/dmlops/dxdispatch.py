@@ -749,6 +749,10 @@ def _execution_flags(value, path: str):
         pass
 
 
+# fields that JSON spells as an object, by the core's index (``_pooled_size``)
+_JSON_MEMBERS = {"pooled_size": ("Height", "Width")}
+
+
 class _ErrorMapper:
     """Re-spell a core error (snake_case fields) at its JSON location (DirectML names)."""
 
@@ -769,6 +773,8 @@ class _ErrorMapper:
         text = self.camel.get(field, _camel(field))
         if sub:
             text += "." + _TENSOR_SUBFIELDS[sub]
+        if index and field in _JSON_MEMBERS:    # e.g. PooledSize[0] is PooledSize.Height
+            return f"{text}.{_JSON_MEMBERS[field][int(index[1:-1])]}"
         return text + index
 
     def translate(self, message: str) -> tuple:

@@ -85,9 +85,9 @@ def plan_padding(op, level, names, dt: DataType, rank: int, out_dt, out_rank, mo
 
 def _round_int_to_float(v: int, dtype: np.dtype):
     """A Python int rounded once, to nearest (ties to even), to a float type."""
-    if -2**53 <= v <= 2**53:           # exact in float64, so NumPy's conversion rounds once
-        return dtype.type(v)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):   # (overflow gives an infinity, as rounding does)
+        if -2**53 <= v <= 2**53:       # exact in float64, so NumPy's conversion rounds once
+            return dtype.type(v)
         try:
             f = dtype.type(float(v))
         except OverflowError:
