@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,75 +25,64 @@ FLOATS = ("float16", "float32", "float64")
 INTEGERS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
-def _x(dtype, channels_last=False):
-    x = np.arange(2 * 3 * 5 * 6).astype(dtype).reshape(2, 3, 5, 6)
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) \
-        if channels_last else x
+def _x(dtype):
+    return np.arange(2 * 3 * 5 * 6).astype(dtype).reshape(2, 3, 5, 6)
 
 
 def _max(dt):
     import dmlops as dml
 
-    def run():
-        dml.max_pooling(_x(dt), 3, strides=2, start_padding=1, end_padding=1, backend="cpu")
-        dml.max_pooling(_x(dt), 3, strides=2, start_padding=1, end_padding=1,
-                        output_indices=True, backend="cpu")
-        if dt in FLOATS:
-            dml.max_pooling_grad(_x(dt), np.ones((2, 3, 3, 3), dt), 3, strides=2,
-                                 start_padding=1, end_padding=1, backend="cpu")
-    return run
+    dml.max_pooling(_x(dt), 3, strides=2, start_padding=1, end_padding=1, backend="cpu")
+    dml.max_pooling(_x(dt), 3, strides=2, start_padding=1, end_padding=1,
+                    output_indices=True, backend="cpu")
+    if dt in FLOATS:
+        dml.max_pooling_grad(_x(dt), np.ones((2, 3, 3, 3), dt), 3, strides=2,
+                             start_padding=1, end_padding=1, backend="cpu")
 
 
 def _float_family(dt):
     import dmlops as dml
 
-    def run():
-        dml.average_pooling(_x(dt), 2, backend="cpu")
-        dml.average_pooling_grad(np.ones((2, 3, 4, 5), dt), 2, input_sizes=(5, 6),
-                                 backend="cpu")
-        dml.lp_pooling(_x(dt), 2, backend="cpu")
-        dml.roi_pooling(_x(dt), np.array([[0, 0, 0, 3, 3]], dt), spatial_scale=1.0,
-                        pooled_size=2, backend="cpu")
-    return run
+    dml.average_pooling(_x(dt), 2, backend="cpu")
+    dml.average_pooling_grad(np.ones((2, 3, 4, 5), dt), 2, input_sizes=(5, 6), backend="cpu")
+    dml.lp_pooling(_x(dt), 2, backend="cpu")
+    dml.roi_pooling(_x(dt), np.array([[0, 0, 0, 3, 3]], dt), spatial_scale=1.0,
+                    pooled_size=2, backend="cpu")
 
 
 def _quantized(din):
     import dmlops as dml
 
-    def run():
-        for dout in ("int8", "uint8"):
-            for window, strides in ((2, 2), (3, 1), (12, 1)):
-                dml.quantized_linear_average_pooling(
-                    _x(din), 0.5, 0, 0.5, 0, window, strides=strides,
-                    start_padding=window // 2, end_padding=window // 2,
-                    output_dtype=dout, backend="cpu")
-    return run
+    for dout in ("int8", "uint8"):
+        for window, strides in ((2, 2), (3, 1), (12, 1)):
+            dml.quantized_linear_average_pooling(
+                _x(din), 0.5, 0, 0.5, 0, window, strides=strides,
+                start_padding=window // 2, end_padding=window // 2, output_dtype=dout,
+                backend="cpu")
 
 
 def _moves():
     import dmlops as dml
 
-    def run():
-        for dt in ("uint8", "uint16", "float32", "float64"):
-            dml.padding(_x(dt), (0, 0, 1, 1), (0, 0, 1, 1), mode="reflection", backend="cpu")
-            for it in ("uint32", "int64"):
-                dml.max_unpooling(_x(dt), np.arange(180).astype(it).reshape(2, 3, 5, 6),
-                                  (2, 3, 5, 6), backend="cpu")
-    return run
+    for dt in ("uint8", "uint16", "float32", "float64"):
+        dml.padding(_x(dt), (0, 0, 1, 1), (0, 0, 1, 1), mode="reflection", backend="cpu")
+        for it in ("uint32", "int64"):
+            dml.max_unpooling(_x(dt), np.arange(180).astype(it).reshape(2, 3, 5, 6),
+                              (2, 3, 5, 6), backend="cpu")
 
 
-# (name, calls), largest first
-GROUPS = ([(f"max {dt}", lambda dt=dt: _max(dt)) for dt in FLOATS + INTEGERS]
-          + [(f"quantized {dt}", lambda dt=dt: _quantized(dt)) for dt in ("uint8", "int8")]
-          + [(f"float family {dt}", lambda dt=dt: _float_family(dt)) for dt in FLOATS]
+# (name, compile), largest first
+GROUPS = ([(f"max {dt}", partial(_max, dt)) for dt in FLOATS + INTEGERS]
+          + [(f"quantized {dt}", partial(_quantized, dt)) for dt in ("uint8", "int8")]
+          + [(f"float family {dt}", partial(_float_family, dt)) for dt in FLOATS]
           + [("padding, unpooling", _moves)])
 
 
 def run_group(name: str) -> float:
     """Compile one group (in a worker process); its seconds."""
-    t0 = time.perf_counter()
-    dict(GROUPS)[name]()()
-    return time.perf_counter() - t0
+    from dmlops.backends.cpu import _timed
+
+    return _timed(dict(GROUPS)[name])
 
 
 def _marker() -> Path:
@@ -104,8 +94,7 @@ def _marker() -> Path:
 
 def precompile(jobs: int, say=print) -> None:
     """Compile ``GROUPS`` in ``jobs`` spawned processes, unless the marker says done."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from dmlops.backends.cpu import in_workers
 
     marker = _marker()
     if marker.exists():
@@ -114,9 +103,8 @@ def precompile(jobs: int, say=print) -> None:
         f"(once per cache: {marker.parent})")
     t0 = time.perf_counter()
     try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for _ in pool.map(run_group, [name for name, _ in GROUPS]):
-                pass
+        for _ in in_workers(run_group, [name for name, _ in GROUPS], jobs):
+            pass
     except Exception as e:          # the tests then compile as they go, and show the failure
         say(f"compiling first failed ({type(e).__name__}: {e}); the tests compile as they go")
         return

@@ -1,4 +1,5 @@
-"""Shared test configuration: a deterministic hypothesis profile for CI.
+"""Shared test configuration: a deterministic hypothesis profile for CI, and a parallel run
+of the whole suite compiling its kernels first (``_precompile``).
 
 ``derandomize=True`` makes every property test draw the same examples on every run, so CI is
 deterministic; ``HYPOTHESIS_PROFILE=explore`` switches to random exploration locally.

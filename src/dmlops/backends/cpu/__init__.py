@@ -285,22 +285,26 @@ def warmup(report=None, jobs: int = 1):
     kernel that two signatures share may then be compiled by two workers."""
     calls = _warmup_calls()
     if jobs <= 1 or len(calls) < 2:
-        for name, call in calls:
-            seconds = _timed(call)
-            if report is not None:
-                report(name, seconds)
-        return
+        done = ((name, _timed(call)) for name, call in calls)
+    else:
+        done = in_workers(_warmup_one, [name for name, _ in calls], jobs)
+    for name, seconds in done:
+        if report is not None:
+            report(name, seconds)
+
+
+def in_workers(fn, names, jobs: int):
+    """``(name, fn(name))`` for each of ``names``, as each ends, ``fn`` run in ``jobs``
+    spawned worker processes, taking ``names`` in order (``fn`` must be importable there)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # (spawned, not forked: a fork of a process with Numba's threads running is unsafe)
-    with ProcessPoolExecutor(min(jobs, len(calls)),
+    with ProcessPoolExecutor(min(jobs, len(names)),
                              mp_context=multiprocessing.get_context("spawn")) as pool:
-        running = {pool.submit(_warmup_one, name): name for name, _ in calls}
+        running = {pool.submit(fn, name): name for name in names}
         for done in as_completed(running):
-            seconds = done.result()
-            if report is not None:
-                report(running[done], seconds)
+            yield running[done], done.result()
 
 
 # --- the rest of the pooling family (kernels in family.py) -------------------------------
