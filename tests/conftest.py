@@ -1,5 +1,4 @@
-"""Shared test configuration: a deterministic hypothesis profile for CI, and a parallel run
-of the whole suite compiling its kernels first (``_precompile``).
+"""Shared test configuration: a deterministic hypothesis profile for CI.
 
 ``derandomize=True`` makes every property test draw the same examples on every run, so CI is
 deterministic; ``HYPOTHESIS_PROFILE=explore`` switches to random exploration locally.
@@ -28,13 +27,3 @@ settings.register_profile(
                            HealthCheck.filter_too_much],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-
-def pytest_sessionstart(session):
-    """A parallel run of the whole suite compiles its kernels first (``_precompile``)."""
-    import _precompile
-
-    jobs = _precompile.wanted(session.config)
-    if jobs:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        _precompile.precompile(jobs, say=reporter.write_line if reporter else print)

@@ -800,37 +800,3 @@ def test_optional_tensor_given_as_null_is_left_out(capsys, tmp_path, monkeypatch
     assert out == ""
 
 
-def _small_warmup_table(monkeypatch):
-    """Cut ``dmlops warmup``'s table to two quick signatures (the whole takes minutes)."""
-    import importlib
-    cpu = importlib.import_module("dmlops.backends.cpu")
-    small = {family: () for family in cpu.WARMUP_TYPES}
-    small["padding"], small["roi_pooling"] = ("int8",), ("float16",)
-    monkeypatch.setattr(cpu, "WARMUP_TYPES", small)
-    return ["padding int8", "roi_pooling float16"]
-
-
-@pytest.mark.skipif("cpu" not in dmlops.backends(), reason="needs the cpu backend (numba)")
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_warmup_reports_each_signature(jobs, capsys, monkeypatch, tmp_path):
-    """``dmlops warmup`` runs every signature of its table and reports each; with ``-j 2``
-    worker processes compile them, into DMLOPS_CACHE_DIR (read when a process starts)."""
-    names = _small_warmup_table(monkeypatch)
-    monkeypatch.setenv("DMLOPS_CACHE_DIR", str(tmp_path))
-    rc, out, err = run_cli(capsys, "warmup", "--jobs", str(jobs))
-    assert rc == 0, err
-    lines = out.splitlines()
-    assert lines[0] == f"compiling into {tmp_path} ({jobs} job{'s' if jobs > 1 else ''})"
-    assert sorted(line.split(":")[0].strip() for line in lines[1:-1]) == names
-    assert all(line.endswith(" s") for line in lines[1:])
-    assert lines[-1].startswith("done in ")
-    if jobs > 1:
-        cached = [p.name for p in tmp_path.rglob("*.nbi")]
-        assert any(n.startswith("padding.") for n in cached), cached
-        assert any(n.startswith("family.") for n in cached), cached
-
-
-def test_warmup_jobs_must_be_positive(capsys):
-    for bad in ("0", "-1", "two"):
-        rc, _, err = run_cli(capsys, "warmup", "-j", bad)
-        assert rc == 2 and "not a positive number of jobs" in err

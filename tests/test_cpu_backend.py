@@ -1,222 +1,75 @@
 """The compiled cpu backend against the reference backend (SPEC 5): bitwise for max pooling,
 indices, quantized pooling and the max-pooling gradient, and here bitwise for averages too
 (both sum in the same fixed order); the same bits with 1 and 2 threads; float16 conversions
-on every one of the 65,536 patterns; the on-disk cache in the user cache directory."""
-
-import importlib
-import os
-import re
-import subprocess
-import sys
+on every one of the 65,536 patterns. Every test runs at each CPU level this machine has and
+with the fast paths and the plain kernels alike (the ``level_and_path`` fixture)."""
 
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-numba = pytest.importorskip("numba")
-import dmlops as dml  # noqa: E402
+import dmlops as dml
+from dmlops.backends import cpu
 
-if "cpu" not in dml.backends():
-    pytest.skip("the cpu backend is not available", allow_module_level=True)
-
-from dmlops.backends.cpu import _half, _nrt  # noqa: E402
+LEVELS = cpu.supported()
 
 ALL = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32,
        np.uint32, np.int64, np.uint64]
 FLOATS = [np.float16, np.float32, np.float64]
 
 
-@numba.njit
-def _h2f(a):
-    out = np.empty(a.shape[0], np.float32)
-    for i in range(a.shape[0]):
-        out[i] = _half.half_to_float(a[i])
-    return out
+@pytest.fixture(autouse=True, params=[(lv, path) for lv in LEVELS for path in ("fast", "plain")],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def level_and_path(request, monkeypatch):
+    """Each test at every CPU level this machine runs, with the fast paths and with the plain
+    kernels (which every fast path must match bit for bit)."""
+    level, path = request.param
+    cpu.set_level(level)
+    monkeypatch.setattr(cpu, "FORCE_PLAIN", path == "plain")
+    yield level
+    cpu.set_level(None)
 
 
-@numba.njit
-def _f2h(a):
-    out = np.empty(a.shape[0], np.uint16)
-    for i in range(a.shape[0]):
-        out[i] = _half.float_to_half(a[i])
-    return out
+def test_float16_widens_exactly_on_all_patterns():
+    """A 1x1 average of each of the 65,536 float16 patterns is the pattern itself (the
+    conversion to float32 and back is exact), NaNs aside, which come back canonical, and
+    -0.0, which comes back +0.0 (every sum starts from +0.0)."""
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    x = bits.view(np.float16).reshape(1, 1, -1)
+    got = dml.average_pooling(x, 1, backend="cpu").view(np.uint16).reshape(-1)
+    nan = np.isnan(x.reshape(-1))
+    want = np.where(bits == 0x8000, 0, bits)
+    assert np.array_equal(got[~nan], want[~nan])
+    assert (got[nan] == 0x7E00).all()
 
 
-@numba.njit(inline="always")
-def _row_max(a, b, c, i, n):
-    for o in range(i * n, (i + 1) * n):
-        c[o] = max(a[o], b[o])
+def test_float16_rounds_like_numpy():
+    """Averages of two float16 values round to nearest even exactly as NumPy's float32 ->
+    float16 conversion: every sum of a pattern and its neighbour, halved."""
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    vals = bits.view(np.float16)
+    pairs = np.stack([vals, np.roll(vals, 1)], axis=-1).reshape(1, 1, -1)
+    got = dml.average_pooling(pairs, 2, strides=2, backend="cpu").reshape(-1)
+    want = dml.average_pooling(pairs, 2, strides=2, backend="reference").reshape(-1)
+    assert _same(got, want)
 
 
-@numba.njit
-def _rows_max(a, b, c, n):
-    # the kernels' pattern: a task's function, its helpers inlined per row
-    for i in range(c.shape[0] // n):
-        _row_max(a, b, c, i, n)
-        _row_max(b, a, c, i, n)
-        _row_max(c, b, c, i, n)
-
-
-@numba.njit
-def _lend(a, b, c, n):
-    _rows_max(_nrt.borrowed(a), _nrt.borrowed(b), _nrt.borrowed(c), n)
-
-
-def test_borrowed_arrays_count_no_references():
-    """A function handed ``borrowed`` arrays makes no reference-count calls (those left in
-    its row loop clobbered registers: int8 pooling ran 1.4x slower with them)."""
-    a, b = np.arange(12.0), np.full(12, 5.0)
-    for run in (_rows_max, _lend):
-        c = np.zeros(12)
-        run(a, b, c, 4)
-        assert np.array_equal(c, np.maximum(a, b))
-    counts = {}
-    for sig in _rows_max.signatures:
-        calls = re.findall(r"call void @NRT_(?:incref|decref)", _rows_max.inspect_llvm(sig))
-        counts[isinstance(sig[0], _nrt.Borrowed)] = len(calls)
-    assert counts[False] > 0 and counts[True] == 0
-
-
-def test_half_to_float_is_exact_on_all_patterns():
-    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
-    want = bits.view(np.float16).astype(np.float32)
-    assert np.array_equal(_h2f(bits).view(np.uint32), want.view(np.uint32))
-
-
-def test_float_to_half_round_trips_all_patterns():
-    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
-    assert np.array_equal(_f2h(bits.view(np.float16).astype(np.float32)), bits)
-
-
-def test_float_to_half_rounds_like_numpy():
-    # every float32 halfway between two float16 values, its neighbours, and random bits
-    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    h = h[np.isfinite(h)].astype(np.float64)
-    h.sort()
-    mids = ((h[:-1] + h[1:]) / 2).astype(np.float32)
-    rng = np.random.default_rng(7)
-    noise = rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    vals = np.concatenate([mids, np.nextafter(mids, np.float32(np.inf)),
-                           np.nextafter(mids, np.float32(-np.inf)), noise,
-                           np.array([65504, 65519.99, 65520, 1e9, -1e9, 6e-8, 2.9e-8, 3e-8],
-                                    np.float32)])
-    with np.errstate(all="ignore"):
-        want = vals.astype(np.float16).view(np.uint16)
-    assert np.array_equal(_f2h(vals), want)
-
-
-@numba.njit
-def _widen_all(a, tag):
-    out = np.empty(a.shape[0], np.float32)
-    for i in range(a.shape[0]):
-        out[i] = _half.widen(a[i], tag)
-    return out
-
-
-@numba.njit
-def _narrow_all(a, tag):
-    out = np.empty(a.shape[0], np.uint16)
-    for i in range(a.shape[0]):
-        out[i] = _half.narrow(a[i], tag, np.uint16)
-    return out
-
-
-def _quiet(bits32):
-    """float32 bits with a NaN's quiet bit set, as a CPU's conversion leaves a signalling
-    NaN (the one way ``widen``/``narrow`` may differ from NumPy's bit moves)."""
-    nan = (bits32 & 0x7F800000) == 0x7F800000
-    nan &= (bits32 & 0x7FFFFF) != 0
-    return np.where(nan, bits32 | np.uint32(0x400000), bits32)
-
-
-def test_widen_is_exact_on_all_patterns():
-    """The conversion the sums use (the CPU's where it has one): every pattern as NumPy
-    converts it, a signalling NaN at most made quiet."""
-    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
-    want = bits.view(np.float16).astype(np.float32).view(np.uint32)
-    got = _widen_all(bits, _half.HALF).view(np.uint32)
-    assert np.array_equal(_quiet(got), _quiet(want))
-    finite = np.isfinite(bits.view(np.float16))
-    assert np.array_equal(got[finite], want[finite])
-
-
-def test_narrow_rounds_like_numpy():
-    """The sums' float32 -> float16 store: every float16 value, every halfway point and its
-    neighbours, overflow, subnormals and random bits, as NumPy rounds them (to nearest
-    even); quiet NaNs keep their top payload bits."""
-    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    exact = _quiet(h.astype(np.float32).view(np.uint32)).view(np.float32)
-    h = h[np.isfinite(h)].astype(np.float64)
-    h.sort()
-    mids = ((h[:-1] + h[1:]) / 2).astype(np.float32)
-    rng = np.random.default_rng(9)
-    noise = rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32)
-    vals = np.concatenate([exact, mids, np.nextafter(mids, np.float32(np.inf)),
-                           np.nextafter(mids, np.float32(-np.inf)),
-                           _quiet(noise).view(np.float32),
-                           np.array([65504, 65519.99, 65520, 1e9, -1e9, 6e-8, 2.9e-8, 3e-8,
-                                     1e-45, -1e-45], np.float32)])
-    with np.errstate(all="ignore"):
-        want = vals.astype(np.float16).view(np.uint16)
-    assert np.array_equal(_narrow_all(vals, _half.HALF), want)
-
-
-def test_half_averages_without_the_cpus_conversions(tmp_path):
-    """Where the CPU has no float16 conversions (here: F16C switched off for Numba), the
-    sums convert in software, with the same results."""
-    import llvmlite.binding as ll
-    features = numba.config.CPU_FEATURES or ll.get_host_cpu_features().flatten()
-    if "+f16c" not in features.split(","):
-        pytest.skip("this CPU converts float16 in software already (the other tests ran it)")
-    code = """if True:
-        import numpy as np, dmlops as dml
-        from dmlops.backends.cpu import _half
-        assert not _half.HARDWARE_HALF
-        rng = np.random.default_rng(3)
-        x = (rng.standard_normal((2, 3, 19, 23)) * 1000).astype(np.float16)
-        x.flat[::7] = -0.0
-        x.flat[5] = np.inf
-        for xx in (x, np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):
-            for incl in (False, True):
-                kw = dict(strides=2, start_padding=1, end_padding=(0, 1),
-                          include_padding=incl)
-                a = dml.average_pooling(xx, 3, backend="cpu", **kw)
-                b = dml.average_pooling(xx, 3, backend="reference", **kw)
-                assert np.array_equal(a.view(np.uint16), b.view(np.uint16))
-        print("ok")
-    """
-    env = dict(os.environ, DMLOPS_CACHE_DIR=str(tmp_path),
-               NUMBA_CPU_FEATURES=features.replace("+f16c", "-f16c"))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
-
-
-@numba.njit
-def _d2h(a):
-    out = np.empty(a.shape[0], np.uint16)
-    for i in range(a.shape[0]):
-        out[i] = _half.double_to_half(a[i])
-    return out
-
-
-def test_double_to_half_rounds_once_like_numpy():
-    # float16 midpoints and their float64 neighbours: rounding through float32 first would
-    # turn a value one float64 ulp above a midpoint into the midpoint, then round it to even
-    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    h = h[np.isfinite(h)].astype(np.float64)
-    h.sort()
-    mids = (h[:-1] + h[1:]) / 2
-    rng = np.random.default_rng(8)
-    noise = rng.integers(0, 2**64, 1_000_000, dtype=np.uint64).view(np.float64)
-    noise = noise[np.isfinite(noise)]
-    vals = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf),
-                           noise, np.array([65504, 65520, 1e300, -1e300, 1e-300, np.inf,
-                                            -np.inf, 0.0, -0.0, 2.0**-25, 2.0**-25 * 1.0000001])])
-    with np.errstate(all="ignore"):
-        want = vals.astype(np.float16).view(np.uint16)
-    assert np.array_equal(_d2h(vals), want)
+def test_nan_results_of_sums_are_canonical():
+    """SPEC 5: whatever NaNs (payloads, signs) went in, a summing operator's NaN is the
+    canonical quiet NaN of its type."""
+    for dtype, nan_bits, canonical in ((np.float32, 0xFFC12345, 0x7FC00000),
+                                       (np.float16, 0xFE55, 0x7E00),
+                                       (np.float64, 0xFFF8000000000123, 0x7FF8000000000000)):
+        ubits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+        x = np.ones((1, 1, 4, 4), dtype)
+        x.view(ubits)[0, 0, 1, 1] = nan_bits
+        for backend in ("cpu", "reference"):
+            y = dml.average_pooling(x, 2, backend=backend).view(ubits)
+            assert y[0, 0, 0, 0] == canonical and y[0, 0, 1, 1] == canonical
+            dx = dml.average_pooling_grad(np.full((1, 1, 3, 3), np.nan, dtype), 2,
+                                          input_sizes=(4, 4), backend=backend).view(ubits)
+            assert (dx == canonical).all()
 
 
 def _layout(draw, shape, dtype, data):
@@ -271,6 +124,42 @@ def cases(draw, dtypes):
     x = _layout(draw, shape, dtype, data)
     kw = dict(strides=strides, start_padding=start, end_padding=tuple(end), dilations=dil)
     return x, window, kw, out, rng
+
+
+@pytest.mark.parametrize("op", ["max", "max_indices", "average", "grad", "average_grad",
+                                "quantized", "pad", "lp", "unpool"])
+def test_same_bits_with_one_and_two_threads(op):
+    """Large enough to be shared out among threads: the same bits with 1, 2 and 3 threads."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-3, 3, (4, 16, 67, 65)).astype(np.float32)
+    xq = rng.integers(0, 255, x.shape).astype(np.uint8)
+    dy = rng.standard_normal((4, 16, 34, 33)).astype(np.float32)
+    kw = dict(strides=2, start_padding=1, end_padding=1)
+    calls = {
+        "max": lambda: dml.max_pooling(x, 3, backend="cpu", **kw),
+        "max_indices": lambda: dml.max_pooling(x, 3, output_indices=True, backend="cpu",
+                                               **kw)[1],
+        "average": lambda: dml.average_pooling(x, 3, backend="cpu", **kw),
+        "grad": lambda: dml.max_pooling_grad(x, dy, 3, backend="cpu", **kw),
+        "average_grad": lambda: dml.average_pooling_grad(dy, 3, input_sizes=x.shape,
+                                                         backend="cpu", **kw),
+        "quantized": lambda: dml.quantized_linear_average_pooling(xq, 0.02, 128, 0.015, 120,
+                                                                  3, backend="cpu", **kw),
+        "pad": lambda: dml.padding(x, (0, 0, 40, 3), (0, 0, 2, 41), mode="symmetric",
+                                   backend="cpu"),
+        "lp": lambda: dml.lp_pooling(x, 3, p=3, backend="cpu", **kw),
+        "unpool": lambda: dml.max_unpooling(dy, rng.permutation(x.size)[:dy.size].reshape(
+            dy.shape).astype(np.uint32), x.shape, backend="cpu"),
+    }
+    results = []
+    for n in (1, 2, 3):
+        dml.set_num_threads(n)
+        rng = np.random.default_rng(12)
+        try:
+            results.append(calls[op]())
+        finally:
+            dml.set_num_threads(None)
+    assert _same(results[0], results[1]) and _same(results[0], results[2])
 
 
 def _same(a, b):
@@ -363,75 +252,6 @@ def test_max_pooling_grad_bitwise(c):
     assert _same(got, want)
 
 
-@settings(max_examples=30)
-@given(c=cases(FLOATS))
-def test_max_pooling_grad_streamed_bitwise(c):
-    """Where dx is large, its planes are written with streaming stores (``_stream``): here
-    for every size (``BIG`` 0), packed or strided dx, planes of any length (so runs start
-    and end anywhere in a vector)."""
-    from dmlops.backends.cpu import pooling
-
-    x, window, kw, out, rng = c
-    dy = rng.standard_normal(x.shape[:2] + out).astype(x.dtype)
-    want = dml.max_pooling_grad(x, dy, window, backend="reference", **kw)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pooling, "BIG", 0)
-        got = dml.max_pooling_grad(x, dy, window, backend="cpu", **kw)
-        big = np.full((2,) + x.shape, np.nan, x.dtype)
-        dml.max_pooling_grad(x, dy, window, backend="cpu", out=big[1], **kw)
-    assert _same(got, want) and _same(big[1], want)
-    assert np.isnan(big[0]).all()
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint16, np.uint8])
-def test_stream_copy_any_alignment(dtype):
-    """Runs copied with streaming stores: any start (aligned to the vector or not), any
-    length around the streaming threshold; nothing outside the run written."""
-    from numba import njit
-
-    from dmlops.backends.cpu._stream import LONG, fence, stream_copy
-
-    @njit
-    def copy(dst, d0, src, s0, n, stream):
-        stream_copy(dst, d0, src, s0, n, stream)
-        fence()
-
-    src = np.arange(3000).astype(dtype)
-    for d0 in range(0, 40, 3):
-        for n in (0, 5, LONG - 1, LONG, LONG + 7, 1001):
-            for stream in (False, True):
-                dst = np.zeros(3000, dtype)
-                copy(dst, d0, src, 7, n, stream)
-                want = np.zeros(3000, dtype)
-                want[d0:d0 + n] = src[7:7 + n]
-                assert np.array_equal(dst, want), (d0, n, stream)
-
-
-def test_prefetch_spans_are_clamped_hints():
-    """``prefetch`` (the next block's input, ``_stream``) takes any span, however far
-    outside its array (before it, past its end, empty or reversed), without a fault or a
-    change; and the code that issues it is really there (``prefetcht1``, on x86)."""
-    import platform
-
-    from numba import njit
-
-    from dmlops.backends.cpu._stream import prefetch
-
-    @njit
-    def hint(a, lo, hi):
-        prefetch(a, lo, hi)
-        return a.sum()
-
-    a = np.arange(1000, dtype=np.float32)
-    for lo, hi in ((0, 1000), (-(1 << 40), 1 << 40), (990, 5000), (5000, 9000),
-                   (-500, -1), (700, 300), (0, 0)):
-        assert hint(a, lo, hi) == np.arange(1000, dtype=np.float32).sum()
-    assert np.array_equal(a, np.arange(1000, dtype=np.float32))
-    if platform.machine() in ("x86_64", "AMD64"):
-        asm = hint.inspect_asm(hint.signatures[0])
-        assert "prefetcht1" in asm
-
-
 @settings(max_examples=100)
 @given(c=cases([np.int8, np.uint8]), dout=st.sampled_from([np.int8, np.uint8]),
        per_channel=st.booleans(), incl=st.booleans())
@@ -475,32 +295,6 @@ def test_quantized_sums_at_the_accumulators_limits(window, din):
         assert abs(int(got[0, 0, 0, 0])) == 64         # all 255 from the zero point
 
 
-@st.composite
-def unit_stride_cases(draw):
-    """Quantized pooling that the cpu backend does a plane at a time (``planes``): unit
-    strides, any rank, window (wider than 3 too), dilation and padding, outputs past the
-    end padding, any layout of x and of out, per-tensor or per-channel parameters."""
-    shape, window, dil, _, start, end, sizes = _geometry(draw, 9, 5, 1)
-    k = len(window)
-    out = sizes[:2] + tuple(s + draw(st.integers(0, 1)) for s in sizes[2:])
-    din = draw(st.sampled_from([np.int8, np.uint8]))
-    dout = draw(st.sampled_from([np.int8, np.uint8]))
-    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
-    info = np.iinfo(din)
-    x = _layout(draw, shape, din, rng.integers(info.min, info.max, shape, din, endpoint=True))
-    pshape = (1, shape[1]) + (1,) * k if draw(st.booleans()) else ()
-    params = ((rng.random(pshape) * 0.1 + 0.001).astype(np.float32),
-              rng.integers(0, 100, pshape).astype(din),
-              (rng.random(pshape) * 0.1 + 0.001).astype(np.float32),
-              rng.integers(0, 100, pshape).astype(dout))
-    kw = dict(start_padding=start, end_padding=tuple(end), dilations=dil,
-              include_padding=draw(st.booleans()))
-    y = np.zeros(out, dout)
-    if draw(st.booleans()):                          # out= reversed along its last axis
-        y = np.zeros(out, dout)[..., ::-1]
-    return x, params, window, kw, y
-
-
 def _quantized_desc_run(x, params, window, kw, out_shape, backend):
     """Quantized pooling through the description layer, whose output sizes may exceed the
     computed ones (SPEC 2: windows past the end padding)."""
@@ -525,49 +319,6 @@ def _quantized_desc_run(x, params, window, kw, out_shape, backend):
     return op.execute(**bind)["output_tensor"]
 
 
-@settings(max_examples=150)
-@given(c=unit_stride_cases())
-def test_quantized_unit_strides_plane_way(c):
-    from dmlops.backends.cpu import planes
-    x, params, window, kw, y = c
-    assert planes.extents(x.shape[2:], y.shape[2:], window, (1,) * len(window),
-                          kw["start_padding"], kw["dilations"]) is not None
-    sizes = dml.pooling_output_sizes(x.shape, window, start_padding=kw["start_padding"],
-                                     end_padding=kw["end_padding"], dilations=kw["dilations"])
-    if y.shape != tuple(sizes):
-        got, want = (_quantized_desc_run(x, params, window, kw, y.shape, b)
-                     for b in ("cpu", "reference"))
-    else:
-        got = dml.quantized_linear_average_pooling(x, *params, window, out=y, backend="cpu",
-                                                   **kw)
-        want = dml.quantized_linear_average_pooling(x, *params, window, backend="reference",
-                                                    **kw)
-        assert got is y
-    assert _same(got, want)
-
-
-def test_quantized_plane_way_limit(monkeypatch):
-    """Planes past ``PLANE_MOST`` go the row way, with the same bits; both ways at int32
-    sums too (a 12x12 window: 144 elements)."""
-    from dmlops.backends.cpu import planes
-    rng = np.random.default_rng(7)
-    x = rng.integers(0, 256, (2, 3, 20, 31), np.uint8)
-    for window in (3, 12):
-        args = (x, 0.01, np.uint8(3), 0.05, np.uint8(128), window)
-        kw = dict(start_padding=2, end_padding=(1, 4), include_padding=False)
-        want = dml.quantized_linear_average_pooling(*args, backend="reference", **kw)
-        assert planes.extents(x.shape[2:], want.shape[2:], (window,) * 2, (1, 1), (2, 2),
-                              (1, 1)) is not None
-        plane = dml.quantized_linear_average_pooling(*args, backend="cpu", **kw)
-        monkeypatch.setattr(planes, "PLANE_MOST", 100)
-        assert planes.extents(x.shape[2:], want.shape[2:], (window,) * 2, (1, 1), (2, 2),
-                              (1, 1)) is None
-        rows = dml.quantized_linear_average_pooling(*args, backend="cpu", **kw)
-        monkeypatch.undo()
-        assert _same(plane, want) and _same(rows, want)
-        assert len(np.unique(want)) > 10
-
-
 def test_out_with_any_strides():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 9, 10)).astype(np.float32)
@@ -582,60 +333,6 @@ def test_out_with_any_strides():
     untouched = np.ones(big.shape, bool)
     untouched[:, :, ::2, 1::3] = False
     assert np.all(big[untouched] == 7.0)
-
-
-@pytest.mark.parametrize("op", ["max", "max_indices", "average", "grad", "quantized", "pad"])
-def test_same_bits_with_one_and_two_threads(op, monkeypatch):
-    from dmlops.backends.cpu import _threads
-    monkeypatch.setattr(_threads, "MIN_WORK", 1)        # small as it is, split it
-    rng = np.random.default_rng(11)
-    x = rng.integers(-3, 3, (2, 8, 33, 35)).astype(np.float32)
-    xq = rng.integers(0, 255, (2, 8, 33, 35)).astype(np.uint8)
-    dy = rng.standard_normal((2, 8, 17, 18)).astype(np.float32)
-    kw = dict(strides=2, start_padding=1, end_padding=1)
-    calls = {
-        "max": lambda: dml.max_pooling(x, 3, backend="cpu", **kw),
-        "max_indices": lambda: dml.max_pooling(x, 3, output_indices=True, backend="cpu",
-                                               **kw)[1],
-        "average": lambda: dml.average_pooling(x, 3, backend="cpu", **kw),
-        "grad": lambda: dml.max_pooling_grad(x, dy, 3, backend="cpu", **kw),
-        "quantized": lambda: dml.quantized_linear_average_pooling(xq, 0.02, 128, 0.015, 120,
-                                                                  3, backend="cpu", **kw),
-        "pad": lambda: dml.padding(x, (0, 0, 40, 3), (0, 0, 2, 41), mode="symmetric",
-                                   backend="cpu"),
-    }
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        one = calls[op]()
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        two = calls[op]()
-    finally:
-        numba.set_num_threads(before)
-    assert _same(one, two)
-
-
-def test_cache_goes_to_the_user_cache_dir(tmp_path):
-    """A second process loads the kernels from DMLOPS_CACHE_DIR; nothing is written beside
-    the package (which may be read-only)."""
-    # (padding: the quickest kernel to compile; any kernel goes through the same cache)
-    code = ("import numpy as np, dmlops as d; "
-            "print(d.padding(np.arange(16, dtype=np.float32).reshape(1,1,4,4), 1, 1, "
-            "backend='cpu').sum())")
-    env = dict(os.environ, DMLOPS_CACHE_DIR=str(tmp_path))
-    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, timeout=600)
-    assert first.returncode == 0, first.stderr
-    cached = [p for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")]
-    assert cached, "no cache files in DMLOPS_CACHE_DIR"
-    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                            text=True, timeout=600)
-    assert second.returncode == 0 and second.stdout == first.stdout
-    # (dmlops.backends is the function of SPEC 5, so the subpackage is reached by name)
-    package = os.path.dirname(importlib.import_module("dmlops.backends.cpu").__file__)
-    pycache = os.path.join(package, "__pycache__")
-    beside = os.listdir(pycache) if os.path.isdir(pycache) else []
-    assert [f for f in beside if f.endswith((".nbi", ".nbc"))] == []
 
 
 @pytest.mark.parametrize("window,strides", [((3, 3), (2, 2)), ((2, 3), (1, 1)),
@@ -711,82 +408,6 @@ def test_max_values_by_keys_bitwise(dtype, width):
             got = dml.max_pooling(v, window, backend="cpu", **kw)
             want = dml.max_pooling(v, window, backend="reference", **kw)
             assert _same(got, want), (window, strides, pad)
-
-
-@st.composite
-def flat_cases(draw):
-    """Geometries whose rows go the flat way (``pooling._flat_pitch``): rows a whole number
-    of last-dimension steps apart (with a gap after each row, sometimes), windows that reach
-    beyond their row (padding, dilations wider than the row), 2-D and 3-D."""
-    k = draw(st.integers(2, 3))
-    step = draw(st.integers(1, 3))
-    owp = draw(st.integers(1, 9))
-    width = draw(st.integers(1, step * owp))            # the row pitch is step * owp
-    wk, dk = draw(st.integers(1, 4)), draw(st.integers(1, 7))
-    p0, p1 = draw(st.integers(0, 8)), draw(st.integers(0, 8))
-    p1 += max(0, (wk - 1) * dk + 1 - (width + p0 + p1))
-    olast = (width + p0 + p1 - (wk - 1) * dk - 1) // step + 1
-    assume(olast <= owp)
-    rows = draw(st.integers(1, 9))
-    wm = draw(st.integers(1, 3))
-    sm = draw(st.integers(1, wm))
-    pm = draw(st.integers(0, wm - 1))
-    outer = [draw(st.integers(1, 4)) for _ in range(k - 2)]
-    ow = [draw(st.integers(1, 2)) for _ in range(k - 2)]
-    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)), *outer, rows, width)
-    window = (*ow, wm, wk)
-    kw = dict(strides=(*[1] * (k - 2), sm, step), start_padding=(*[0] * (k - 2), pm, p0),
-              end_padding=(*[ow_ - 1 for ow_ in ow], max(0, wm - rows), p1),
-              dilations=(*[1] * (k - 2), 1, dk))
-    return shape, step * owp, window, kw
-
-
-@settings(max_examples=200, deadline=None)
-@given(c=flat_cases(), dtype=st.sampled_from([np.float32, np.int8, np.float16, np.uint16]),
-       flat=st.sampled_from([1, 1 << 15]), odd=st.booleans(), seed=st.integers(0, 2**31),
-       indices=st.booleans())
-def test_max_values_flat_runs(c, dtype, flat, odd, seed, indices):
-    """Max pooling reduces runs of rows along the last dimension in one flat loop where it
-    can, then each row's window over the run's rows; runs in blocks of a few rows when
-    ``FLAT`` (read at call time) is small. With indices, the first of equal keys keeps its
-    position at both steps (many ties: small integers). A −0.0 or NaN sends its block the
-    tie-tracking way. Same bits as the reference, indices too."""
-    from dmlops.backends.cpu import pooling
-
-    shape, pitch, window, kw = c
-    rng = np.random.default_rng(seed)
-    base = rng.integers(-20, 20, shape[:-1] + (pitch,)).astype(dtype)
-    if odd and np.dtype(dtype).kind == "f":
-        flat_view = base.reshape(-1)
-        flat_view[rng.integers(0, flat_view.size, 2)] = np.array([-0.0, np.nan], dtype)
-    x = base[..., :shape[-1]]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pooling, "FLAT", flat)
-        _max_as_reference(x, window, indices, **kw)
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.float32, np.uint16])
-@pytest.mark.parametrize("window, strides, start, end", [
-    ((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 3), (1, 2), (0, 1), (1, 1)),
-    ((1, 2), (1, 2), (0, 0), (0, 0)), ((2, 1, 3), (1, 1, 2), (0, 0, 1), (1, 0, 1)),
-    ((3, 1, 2), (2, 1, 1), (1, 0, 0), (1, 0, 1)), ((1, 3, 3), (1, 2, 2), (0, 1, 1), (0, 1, 1))])
-def test_max_flat_full_rows(dtype, window, strides, start, end):
-    """Rows whose window lies whole in the flat runs (at most three run rows, values alone,
-    1-byte keys) go a loop of their own (``_full_rows``; wider keys take the general loop
-    on the same geometries): window rows along the run dimension or, in 3-D, real elements
-    of the outer dimension (fewer at its edges), rows of many outputs, in whole ``FLAT``
-    blocks and in blocks of one row. Same bits as the reference."""
-    from dmlops.backends.cpu import pooling
-
-    rng = np.random.default_rng(len(window))
-    shape = (2, 3, *([4] if len(window) == 3 else []), 11, 70)
-    x = rng.integers(0, 100, shape).astype(dtype)
-    kw = dict(strides=strides, start_padding=start, end_padding=end)
-    want = dml.max_pooling(x, window, backend="reference", **kw)
-    for flat in (1, pooling.FLAT):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(pooling, "FLAT", flat)
-            assert _same(dml.max_pooling(x, window, backend="cpu", **kw), want), flat
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -897,27 +518,6 @@ def test_max_indices_beyond_tracked_positions(window):
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
 
 
-def test_flat_runs_cover_the_common_windows():
-    """The flat way is taken for the usual pooling geometries (NCHW and channels-last 3x3
-    stride 2, 2x2 stride 2, 3-D 2x2x2) and not where rows are not evenly spaced."""
-    from dmlops.backends.cpu import pooling
-
-    def pitch(xs, insz, outsz, win, strd, dil=None):
-        a = [np.array(v, np.int64) for v in (xs, insz, outsz, win, strd)]
-        return pooling._flat_pitch(*a, np.ones(len(win), np.int64) if dil is None
-                                   else np.array(dil, np.int64))
-    assert pitch((0, 0, 112, 1), (32, 64, 112, 112), (32, 64, 56, 56), (3, 3), (2, 2)) == 56
-    assert pitch((0, 0, 64, 1), (1, 1, 16, 16), (1, 1, 8, 8), (2, 2), (2, 2)) == 32
-    assert pitch((0, 0, 4096, 64, 1), (4, 32, 32, 64, 64), (4, 32, 16, 32, 32), (2, 2, 2),
-                 (2, 2, 2)) == 32
-    # channels-last runs as (N, 1, H, W, C) with a unit window over C
-    assert pitch((0, 0, 7168, 64, 1), (32, 1, 112, 112, 64), (32, 1, 56, 56, 64), (3, 3, 1),
-                 (2, 2, 1)) == 64
-    assert pitch((0, 0, 113, 1), (1, 1, 113, 113), (1, 1, 57, 57), (3, 3), (2, 2)) == 0
-    assert pitch((0, 0, 224, 2), (1, 1, 112, 112), (1, 1, 56, 56), (3, 3), (2, 2)) == 0
-    assert pitch((0, 0, 112), (1, 1, 112), (1, 1, 56), (3,), (2,)) == 0
-
-
 @pytest.mark.parametrize("layout", ["c", "channels_last"])
 def test_many_rows_per_task(layout):
     """A task takes many output rows and walks them by position and plane: every operator
@@ -947,148 +547,6 @@ def test_many_rows_per_task(layout):
         assert _same(call("cpu"), call("reference"))
 
 
-def test_cache_path_follows_every_source_file(tmp_path):
-    """Numba checks a cached kernel against its own file only; the cache path carries a
-    digest of all the backend's sources, so a changed helper file means fresh kernels."""
-    from dmlops.backends.cpu import _cache
-
-    assert _cache.SOURCES == _cache.sources_digest()
-    for name in ("pooling.py", "_half.py"):
-        (tmp_path / name).write_text("x = 1\n")
-    before = _cache.sources_digest(tmp_path)
-    (tmp_path / "_half.py").write_text("x = 2\n")
-    assert _cache.sources_digest(tmp_path) != before
-
-
-def test_kernels_compiled_in_process_are_optimised_twice(tmp_path):
-    """A kernel compiled in this process runs its callees as compiled first (optimised
-    once, and then some loops are not vectorised: up to 3x slower than the same kernel
-    from the cache). While one of the package's functions compiles, Numba's first module
-    pass runs at -O3 with loop vectorisation; other functions keep Numba's settings, which
-    are restored after. (A fresh process and cache: nothing is loaded, all is compiled.)"""
-    code = """if True:
-        import numba
-        from dmlops.backends.cpu import _cache, pooling
-        assert _cache.OPTIMISED, "Numba's code generator lacks _loopvect/_opt_level"
-        cg = _cache._codegen
-        default = (cg._opt_level, cg._loopvect)
-        numba.njit(lambda a: a)(1)      # (Numba's own runtime compiles first, as it is)
-        seen = {"ours": set(), "other": set()}
-        now = "ours"
-        make = cg._module_pass_manager
-        def spy(**kw):
-            if kw.get("cost") == "cheap":
-                seen[now].add((kw.get("opt"), kw.get("loop_vectorize")))
-            return make(**kw)
-        cg._module_pass_manager = spy
-        pooling._valid_range.compile("(int64, int64, int64, int64)")
-        now = "other"
-        @numba.njit
-        def other(a):
-            return a + 1
-        other(1)
-        assert (cg._opt_level, cg._loopvect) == default
-        print(seen == {"ours": {(3, True)}, "other": {default}}, seen)
-    """
-    env = dict(os.environ, DMLOPS_CACHE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0 and proc.stdout.startswith("True"), proc.stdout + proc.stderr
-
-
-def test_rows_without_a_table(monkeypatch):
-    """Calls whose row table would be too large find each row's window offsets as they go
-    (``pooling.TABLE``, read at call time; 0 here forces that path): same bits."""
-    from dmlops.backends.cpu import pooling
-
-    rng = np.random.default_rng(4)
-    x = rng.integers(-9, 9, (2, 3, 5, 9, 11)).astype(np.float32)
-    x.reshape(-1)[::7] = -0.0                   # some rows take the tie-tracking way
-    xq = rng.integers(0, 255, x.shape).astype(np.uint8)
-    kw = dict(strides=(1, 2, 2), start_padding=1, end_padding=(0, 1, 2))
-    calls = [
-        lambda b: dml.max_pooling(x, (2, 3, 3), backend=b, **kw),
-        lambda b: dml.max_pooling(x.astype(np.int16), (2, 3, 3), backend=b, **kw),
-        lambda b: dml.average_pooling(x, (2, 3, 3), backend=b, **kw),
-        lambda b: dml.quantized_linear_average_pooling(xq, 0.02, 128, 0.015, 120, (2, 3, 3),
-                                                       backend=b, **kw),
-    ]
-    want = [call("reference") for call in calls]
-    monkeypatch.setattr(pooling, "TABLE", 0)
-    for call, w in zip(calls, want):
-        assert _same(call("cpu"), w)
-
-
-@numba.njit(nogil=True)
-def _count_items(lo, hi, seen):
-    for i in range(lo, hi):
-        seen[i] += 1
-
-
-@pytest.mark.parametrize("n,item_size", [(0, 4096), (1, 4096), (7, 4096), (1001, 4096),
-                                         (1001, 7), (5000, 1)])
-def test_parallel_covers_every_item_once(n, item_size):
-    from dmlops.backends.cpu._threads import MIN_WORK, parallel
-    seen = np.zeros(n, np.int64)
-    parallel(_count_items, n, seen, item_size=item_size)
-    assert (seen == 1).all()
-    # as many contiguous shares as threads, each worth MIN_WORK outputs at least
-    shares = []
-    parallel(lambda lo, hi: shares.append((lo, hi)), n, item_size=item_size)
-    want = max(1, min(numba.get_num_threads(), n * item_size // MIN_WORK))
-    assert sorted(shares) == [(n * i // want, n * (i + 1) // want) for i in range(want)]
-
-
 # --- what calls keep for later calls ------------------------------------------------------
 
-@pytest.mark.parametrize("shape,dtype,writeable", [
-    ((2, 3, 4), np.float32, True), ((2, 3, 4), np.float32, False),
-    ((1, 5, 1, 3), np.float16, True), ((4,), np.int8, True), ((1, 1), np.uint64, True),
-])
-def test_flat_sees_every_element_where_it_is(shape, dtype, writeable):
-    from dmlops.backends.cpu._buffers import flat
-    a = np.arange(np.prod(shape)).astype(dtype).reshape(shape)
-    a.flags.writeable = writeable
-    buf, off, steps = flat(a)
-    assert buf.ndim == 1 and buf.flags.c_contiguous and buf.flags.writeable
-    bits = a.view(np.uint16) if a.dtype == np.float16 else a
-    for idx in np.ndindex(*shape):
-        assert buf[off + int(np.dot(idx, steps))] == bits[idx]
-    # a strided view (general path) of the same memory agrees element for element
-    v = a[..., ::-1]
-    vb, vo, vs = flat(v)
-    vbits = v.view(np.uint16) if v.dtype == np.float16 else v
-    for idx in np.ndindex(*v.shape):
-        assert vb[vo + int(np.dot(idx, vs))] == vbits[idx]
 
-
-def test_plans_kept_are_keyed_by_layout_and_bounded(monkeypatch):
-    from dmlops.backends.cpu import pooling
-    monkeypatch.setattr(pooling, "_PLANS", {})
-    monkeypatch.setattr(pooling, "PLANS_KEPT", 3)
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal((2, 6, 9, 11)).astype(np.float32)
-    kw = dict(strides=2, start_padding=1, end_padding=1)
-    # the same geometry in three layouts (input and output): each its own plan, each right
-    cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-    for xx in (x, cl, x[:, ::-1]):
-        for _ in range(2):
-            _max_as_reference(xx, 3, True, **kw)
-            want = dml.average_pooling(xx, 3, backend="reference", **kw)
-            for out in (np.empty(want.shape, np.float32),
-                        np.empty(want.shape[::-1], np.float32).T):       # a transposed out=
-                dml.average_pooling(xx, 3, backend="cpu", out=out, **kw)
-                assert _same(out, want)
-    assert 1 <= len(pooling._PLANS) <= 3
-    for window in (2, 3, 4, 5):
-        _max_as_reference(x, window, False, **kw)
-    assert len(pooling._PLANS) <= 3
-
-
-def test_small_plans_only_are_kept(monkeypatch):
-    from dmlops.backends.cpu import pooling
-    monkeypatch.setattr(pooling, "_PLANS", {})
-    monkeypatch.setattr(pooling, "PLAN_BYTES", 0)
-    x = np.random.default_rng(6).standard_normal((1, 2, 7, 7)).astype(np.float32)
-    _max_as_reference(x, 3, False, strides=2)
-    assert pooling._PLANS == {}

@@ -4,7 +4,8 @@ SPEC 5: "Every backend gives bitwise the same result as reference for ... paddin
 "Results do not depend on the number of threads". Property tests over ranks 1..5, all 11 data
 types (random bits, so NaNs with payloads too), all modes, pads several periods wider than
 the input, inputs of any layout (transposed, reversed, stepped, broadcast) and outputs that are
-strided views into a bigger buffer whose other elements must stay untouched.
+strided views into a bigger buffer whose other elements must stay untouched; at every CPU
+level this machine runs, with the fast path and the plain kernel.
 """
 
 import importlib
@@ -14,12 +15,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-numba = pytest.importorskip("numba")
+import dmlops as dml
+import oracles as O
 
-import oracles as O  # noqa: E402
-
-# the modules, not the ``padding`` functions that the backend packages export by that name
-cpu = importlib.import_module("dmlops.backends.cpu.padding")
+cpu = importlib.import_module("dmlops.backends.cpu")
+# the module, not the ``padding`` function that the backend package exports by that name
 ref = importlib.import_module("dmlops.backends.reference.padding")
 
 CONSTANT, EDGE, REFLECTION, SYMMETRIC, WRAP = range(5)
@@ -84,11 +84,21 @@ def view(mem, shape, lay):
     return np.broadcast_to(a, shape) if any(lay["zero"]) else a
 
 
-@settings(max_examples=200)
+@pytest.fixture(autouse=True, params=[(lv, path) for lv in cpu.supported()
+                                      for path in ("fast", "plain")],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def level_and_path(request, monkeypatch):
+    level, path = request.param
+    cpu.set_level(level)
+    monkeypatch.setattr(cpu, "FORCE_PLAIN", path == "plain")
+    yield level
+    cpu.set_level(None)
+
+
+@settings(max_examples=100)
 @given(case=pad_cases(), dtype=st.sampled_from(O.ALL_DTYPES), seed=st.integers(0, 2**32 - 1),
-       chunk=st.sampled_from([cpu.CHUNK, 1, 2, 3, 7]),
-       short=st.sampled_from([cpu.SHORT, 0, 10**9]), data=st.data())
-def test_kernel_matches_reference_bitwise(case, dtype, seed, chunk, short, data):
+       data=st.data())
+def test_kernel_matches_reference_bitwise(case, dtype, seed, data):
     mode, shape, start, end = case
     rank = len(shape)
     out_shape = tuple(n + a + b for n, a, b in zip(shape, start, end))
@@ -103,40 +113,11 @@ def test_kernel_matches_reference_bitwise(case, dtype, seed, chunk, short, data)
     got_mem, want_mem = big.copy(), big.copy()
     value = random_bits(seed + 2, (), dtype)
     ref.padding(x, view(want_mem, out_shape, yl), start, mode, value)
-    saved = cpu.CHUNK, cpu.SHORT
-    # small chunks split rows into several tasks; SHORT 0: no GATHER runs, huge: all GATHER
-    cpu.CHUNK, cpu.SHORT = chunk, short
-    try:
-        cpu.padding(x, view(got_mem, out_shape, yl), start, mode, value)
-    finally:
-        cpu.CHUNK, cpu.SHORT = saved
+    cpu.padding(x, view(got_mem, out_shape, yl), start, mode, value)
     # the whole buffer: y's elements as the reference wrote them, the others untouched
     assert np.array_equal(O.bits(got_mem), O.bits(want_mem)), (
         np.argwhere(O.bits(got_mem) != O.bits(want_mem))[:5])
     assert np.array_equal(O.bits(xmem), O.bits(x_before))
-
-
-@settings(max_examples=200)
-@given(mode=st.sampled_from(range(5)), n=st.integers(1, 9), start=st.integers(0, 60),
-       end=st.integers(0, 60), short=st.sampled_from([cpu.SHORT, 0, 3, 10**9]))
-def test_runs_reproduce_the_reference_index_map(mode, n, start, end, short):
-    # the innermost dimension travels as runs: VALUE, REPEAT, COPY, MIRROR or GATHER
-    if mode == REFLECTION and n == 1:
-        start = end = 0
-    out = n + start + end
-    first, kind, source, lookup = cpu._runs(mode, n, start, out, short)
-    assert first[0] == 0 and first[-1] == out and (np.diff(first) > 0).all()
-    o = np.arange(out)
-    k = np.searchsorted(first, o, side="right") - 1
-    offset = o - first[k]
-    got = np.select([kind[k] == cpu.VALUE, kind[k] == cpu.REPEAT, kind[k] == cpu.COPY,
-                     kind[k] == cpu.MIRROR],
-                    [-1, source[k], source[k] + offset, source[k] - offset],
-                    lookup[o] if lookup.size else -2)
-    index, inside = ref.index_map(mode, n, start, out)
-    assert got.tolist() == np.where(inside | (mode != CONSTANT), index, -1).tolist()
-    if short > out:                      # all but PaddingValue comes from the map
-        assert set(kind.tolist()) <= {cpu.VALUE, cpu.GATHER}
 
 
 SPEC_X = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8]], np.float32)[None, None]
@@ -159,60 +140,30 @@ def test_spec_examples(mode):
     assert y[0, 0].tolist() == SPEC_ROWS[mode]
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
 @pytest.mark.parametrize("mode", range(5))
-@pytest.mark.parametrize("shape, start, end, chunk", [
-    ((3, 5, 37, 41), (0, 2, 30, 90), (1, 0, 45, 3), cpu.CHUNK),
-    ((100_003,), (70_001,), (5,), cpu.CHUNK),       # one row, split into several tasks
-    ((2, 9, 50), (1, 3, 77), (2, 40, 1), 5),
+@pytest.mark.parametrize("shape, start, end", [
+    ((3, 5, 37, 41), (0, 2, 30, 90), (1, 0, 45, 3)),
+    ((100_003,), (70_001,), (5,)),
+    ((2, 9, 50), (1, 3, 77), (2, 40, 1)),
 ])
-def test_one_and_two_threads_agree(mode, shape, start, end, chunk):
+def test_one_and_two_threads_agree(mode, shape, start, end):
     # SPEC 5: "Results do not depend on the number of threads".
     x = random_bits(mode, shape, np.float32)[..., ::-1]
     out = tuple(n + a + b for n, a, b in zip(shape, start, end))
     value = np.asarray(np.nan, np.float32)
     want = np.empty(out, np.float32)
     ref.padding(x, want, start, mode, value)
-    from dmlops.backends.cpu import _threads
-    threads, saved, work = numba.get_num_threads(), cpu.CHUNK, _threads.MIN_WORK
     results = []
     try:
-        cpu.CHUNK, _threads.MIN_WORK = chunk, 1         # every task worth a thread
-        for n in (1, 2):
-            numba.set_num_threads(n)
+        for n in (1, 2, 3):
+            dml.set_num_threads(n)
             y = np.empty(out, np.float32)
             cpu.padding(x, y, start, mode, value)
             results.append(y)
     finally:
-        numba.set_num_threads(threads)
-        cpu.CHUNK, _threads.MIN_WORK = saved, work
+        dml.set_num_threads(None)
     for y in results:
         assert np.array_equal(O.bits(y), O.bits(want))
-
-
-@pytest.mark.parametrize("shares", [2, 3, 7, 10**9])
-@pytest.mark.parametrize("mode", [EDGE, REFLECTION, SYMMETRIC, WRAP])
-@pytest.mark.parametrize("chunk", [cpu.CHUNK, 4])
-def test_each_share_of_the_tasks_stands_alone(monkeypatch, shares, mode, chunk):
-    # A row may be copied from an earlier output row with the same input row, but only from
-    # the same share of the tasks: here the shares run last one first, over an output full of
-    # random bits, so a copy from another share's row would copy those bits.
-    x = random_bits(1, (2, 3, 5, 9), np.float32)
-    start, end = (0, 1, 12, 3), (1, 0, 9, 20)
-    out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
-    want = np.empty(out, np.float32)
-    ref.padding(x, want, start, mode, np.asarray(0, np.float32))
-
-    def backwards(task, n, *args, item_size):
-        cuts = sorted({n * i // min(shares, n) for i in range(min(shares, n) + 1)})
-        for lo, hi in reversed(list(zip(cuts, cuts[1:]))):
-            task(lo, hi, *args)
-
-    monkeypatch.setattr(cpu, "parallel", backwards)
-    monkeypatch.setattr(cpu, "CHUNK", chunk)
-    y = random_bits(2, out, np.float32)
-    cpu.padding(x, y, start, mode, np.asarray(0, np.float32))
-    assert np.array_equal(O.bits(y), O.bits(want))
 
 
 def test_empty():

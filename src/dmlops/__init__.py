@@ -21,6 +21,7 @@ from .functional import (average_pooling, average_pooling_grad, lp_pooling, max_
                          max_pooling_grad, max_unpooling, padding,
                          quantized_linear_average_pooling, roi_pooling)
 from .tensor import TensorDesc
+from .threads import get_num_threads, set_num_threads
 from .window import onnx_pads, pooling_output_sizes
 
 __version__ = "0.1.0"
@@ -35,5 +36,6 @@ __all__ = [
     "RoiPoolingDesc", "PaddingDesc", "Padding1Desc", "DESC_CLASSES", "compile_operator",
     "CompiledOperator", "DataType", "FeatureLevel", "PaddingMode",
     "DmlError", "InvalidArgumentError", "UnsupportedError",
-    "backends", "set_backend", "get_backend", "__version__",
+    "backends", "set_backend", "get_backend", "set_num_threads", "get_num_threads",
+    "__version__",
 ]

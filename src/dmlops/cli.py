@@ -49,13 +49,6 @@ def _parser() -> argparse.ArgumentParser:
                      help="backend to run on (see 'dmlops info'); default: the library's "
                           "choice")
 
-    warm = sub.add_parser(
-        "warmup", help="compile the cpu backend's common kernels ahead of time",
-        description="Compile (or load from the on-disk cache) the cpu backend's kernels for "
-                    "the common data types, so that the first call of a later process starts "
-                    "at once.")
-    warm.add_argument("--jobs", "-j", metavar="N", type=_jobs, default=None,
-                      help="worker processes compiling at once (default: the usable cores)")
     sub.add_parser("info", help="show backends, feature levels, data types and operators",
                    description="Show the available backends, the feature levels, the data "
                                "types and the operators.")
@@ -87,40 +80,14 @@ def _run(args, out, err) -> int:
     return 0
 
 
-def _jobs(text: str) -> int:
+def _cpu_level() -> str:
+    """The cpu backend's level in use and the levels this CPU runs, or why there is none."""
     try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of jobs")
-    return n
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:          # (not on every platform)
-        return os.cpu_count() or 1
-
-
-def _warmup(out, err, jobs=None) -> int:
-    import time
-
-    import dmlops
-    if "cpu" not in dmlops.backends():
-        from .backends import _failed
-        err.write(f"dmlops warmup: error: the cpu backend is not available "
-                  f"({_failed.get('cpu', 'numba is not installed')})\n")
-        return 2
-    from .backends.cpu import warmup
-    from .backends.cpu._cache import cache_dir
-    jobs = _usable_cores() if jobs is None else jobs
-    out.write(f"compiling into {cache_dir()} ({jobs} job{'s' if jobs > 1 else ''})\n")
-    t0 = time.perf_counter()
-    warmup(lambda name, seconds: out.write(f"  {name}: {seconds:.2f} s\n"), jobs=jobs)
-    out.write(f"done in {time.perf_counter() - t0:.1f} s\n")
-    return 0
+        from .backends.cpu import _levels
+        return (f"level {_levels.level()} (this CPU runs: {', '.join(_levels.supported())}; "
+                f"DMLOPS_CPU_LEVEL chooses)")
+    except Exception as e:
+        return f"unavailable ({e})"
 
 
 def _info(out) -> int:
@@ -137,6 +104,7 @@ def _info(out) -> int:
         out.write(f"default backend: {dmlops.get_backend()}\n")
     except Exception as e:          # e.g. DMLOPS_BACKEND names an unavailable backend
         out.write(f"default backend: (none: {e})\n")
+    out.write(f"cpu kernels: {_cpu_level()}, {dmlops.get_num_threads()} threads\n")
     levels = ", ".join(str(level) for level in FeatureLevel)
     out.write(f"feature levels: {levels} (default: extended mode)\n")
     out.write("data types: " + ", ".join(f"{t.name} ({t.dtype})" for t in DataType) + "\n")
@@ -163,8 +131,6 @@ def main(argv=None) -> int:
     try:
         if args.command == "run":
             return _run(args, out, err)
-        if args.command == "warmup":
-            return _warmup(out, err, args.jobs)
         return _info(out)
     except BrokenPipeError:         # e.g. `dmlops info | head -1`: stop quietly
         try:

@@ -11,6 +11,13 @@ def _accumulator(dtype):
     return np.float64 if dtype == np.float64 else np.float32
 
 
+def _canonical(a):
+    """``a`` with every NaN the canonical quiet NaN (SPEC 5: a summing operator's NaN does not
+    carry the payload of whichever NaN or infinities made it)."""
+    a[np.isnan(a)] = np.nan
+    return a
+
+
 def _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype):
     """Σ of the real elements of every window, in row-major window-offset order."""
     acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=acc_dtype)
@@ -31,7 +38,7 @@ def average_pooling(x, y, window, strides, start, end, dilations, include_paddin
                  include_padding).astype(acc_dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         result = np.where(div > 0, acc / np.where(div > 0, div, 1), acc_dtype(0))
-    y[...] = result.astype(y.dtype)
+    y[...] = _canonical(result).astype(y.dtype)
 
 
 def argmax(x, out_spatial, window, strides, start, dilations):
@@ -116,7 +123,7 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
         target = acc[sl[1]]
         with np.errstate(invalid="ignore", over="ignore"):
             np.add(target, g[sl[0]], out=target, where=chosen)
-    dx[...] = acc.astype(dx.dtype)
+    dx[...] = _canonical(acc).astype(dx.dtype)
 
 
 def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, strides, start,
@@ -163,7 +170,7 @@ def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include
             sl = offset_slices(j, dx.shape[2:], out_spatial, strides, start, dilations)
             if sl is not None:
                 acc[sl[1]] += g[sl[0]]
-    dx[...] = acc.astype(dx.dtype)
+    dx[...] = _canonical(acc).astype(dx.dtype)
 
 
 def lp_pooling(x, y, window, strides, start, dilations, p):
@@ -184,8 +191,8 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
         for out_sl, in_sl in slices:
             total[out_sl] += (ax[in_sl] / scale[out_sl]) ** float(p)
         result = np.where(np.isfinite(m) & (m > 0), m * total ** (1.0 / p), m)
-    result[np.isnan(m)] = np.nan                 # one NaN pattern, whatever the input's
-    y[...] = result.astype(y.dtype)
+    result[np.isnan(m)] = np.nan
+    y[...] = _canonical(result).astype(y.dtype)
 
 
 def max_unpooling(x, indices, y, empty_index):

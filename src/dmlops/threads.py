@@ -1,0 +1,53 @@
+"""How many threads the ``cpu`` backend's kernels use (SPEC 5: results never depend on it).
+
+The count is ``set_num_threads(n)`` if called, else the environment variable
+``DMLOPS_NUM_THREADS`` (read at call time), else the number of CPUs this process may use.
+
+>>> import dmlops
+>>> dmlops.set_num_threads(1)
+>>> dmlops.get_num_threads()
+1
+>>> dmlops.set_num_threads(None)    # back to DMLOPS_NUM_THREADS or the usable CPUs
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import InvalidArgumentError
+
+_chosen: int | None = None
+
+
+def _usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):      # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _positive(value, origin: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{origin} = {value!r} must be a positive integer "
+                                   f"(the number of threads the cpu kernels use)")
+    return value
+
+
+def set_num_threads(n: int | None) -> None:
+    """Use ``n`` threads in the cpu kernels (``None``: back to the default)."""
+    global _chosen
+    _chosen = None if n is None else _positive(n, "set_num_threads(n)")
+
+
+def get_num_threads() -> int:
+    """The number of threads the cpu kernels use now."""
+    if _chosen is not None:
+        return _chosen
+    env = os.environ.get("DMLOPS_NUM_THREADS")
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            value = env
+        return _positive(value, "DMLOPS_NUM_THREADS")
+    return _usable_cpus()

@@ -1,0 +1,70 @@
+// AVERAGE_POOLING (SPEC 3.1) and QUANTIZED_LINEAR_AVERAGE_POOLING (SPEC 3.3): a window's
+// real elements summed in row-major offset order from zero (so every path, the reference
+// included, gives the same bits), then divided (and for quantized pooling requantized).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "common/half.h"
+#include "common/keys.h"
+#include "common/nan.h"
+#include "common/tensor.h"
+#include "common/window.h"
+
+namespace dmlops {
+
+struct Quantization {
+  const int64_t* zp_in = nullptr;  // 1 or C values each (per tensor or per channel)
+  const float* s_in = nullptr;
+  const int64_t* zp_out = nullptr;
+  const float* s_out = nullptr;
+  int64_t count = 0;               // 0: not quantized
+  int channel_dim = 1;             // the dimension whose coordinate picks a channel's values
+};
+
+struct SumPoolCall {
+  Tensor x, y;
+  Window w;
+  bool include_padding;
+  Quantization q;
+  int threads;
+  bool plain;
+};
+
+void average_pool(const SumPoolCall& call);
+void quantized_average_pool(const SumPoolCall& call);
+
+// The accumulator's value of an element: exact widening (FLOAT16 to float).
+template <class A, class T> inline A widen(T v) { return A(v); }
+template <> inline float widen<float, Half>(Half v) { return half_to_float(v.bits); }
+
+// An average's result in the output type: +0.0 for a zero divisor, NaN canonical (SPEC 5).
+template <class T, class A> inline T average_of(A sum, int64_t divisor) {
+  A r = divisor > 0 ? sum / A(divisor) : A(0);
+  return T(canonical(r));
+}
+template <> inline Half average_of<Half, float>(float sum, int64_t divisor) {
+  float r = divisor > 0 ? sum / float(divisor) : 0.0f;
+  return Half{half_of(r)};
+}
+
+// SPEC 3.3's requantization of `sum` = the sum of (x - zp_in) over `divisor` positions.
+template <class T> inline T requantize(int64_t sum, int64_t divisor, float s_in, float s_out,
+                                       int64_t zp_out) {
+  if (divisor == 0) return T(zp_out);
+  float t = float(sum) * s_in;
+  t = t / float(divisor);
+  t = t / s_out;
+  double q = double(std::nearbyint(t)) + double(zp_out);
+  const double lo = double(std::numeric_limits<T>::min());
+  const double hi = double(std::numeric_limits<T>::max());
+  q = q < lo ? lo : (q > hi ? hi : q);
+  return T(q);
+}
+
+// Which of a quantization's 1 or C values the output at coordinates o uses.
+inline int64_t channel_of(const Quantization& q, const int64_t* o) {
+  return q.count > 1 ? o[q.channel_dim] : 0;
+}
+
+}  // namespace dmlops

@@ -1,0 +1,25 @@
+// Every tunable of the kernels, with its reason, in one place.
+#pragma once
+#include <cstdint>
+
+namespace dmlops {
+
+// The most dimensions a kernel sees: 8 (SPEC's largest rank) plus one, for the channels-last
+// re-casting (N, C, S...) -> (N, 1, S..., C) of the pooling kernels.
+constexpr int kMaxRank = 9;
+constexpr int kMaxSpatial = kMaxRank - 2;
+
+// The fewest element-operations worth a thread of its own. Handing a share to a pool thread
+// and waiting for it costs tens of microseconds on a small VM (a sleeping core is woken);
+// 2^16 element-operations are about that much of one thread's work.
+constexpr int64_t kMinWorkPerThread = int64_t(1) << 16;
+
+}  // namespace dmlops
+
+namespace dmlops {
+
+// Outputs of one row that a pooling task keeps in its scratch at a time: their running
+// maxima or sums, keys and indices stay in the first-level cache (1024 x 16 bytes).
+constexpr int64_t kRowTile = 1024;
+
+}  // namespace dmlops

@@ -1,0 +1,23 @@
+// MAX_POOLING (SPEC 3.4) and the argmax that MAX_POOLING_GRAD scatters through.
+#pragma once
+#include <cstdint>
+
+#include "common/tensor.h"
+#include "common/window.h"
+
+namespace dmlops {
+
+struct MaxPoolCall {
+  Tensor x;        // (N, C, S1..Sk), any strides; dims as the kernel runs them
+  Tensor y;        // (N, C, O1..Ok); data == nullptr: indices only (the gradient's argmax)
+  Tensor indices;  // y's sizes, 4- or 8-byte unsigned; data == nullptr: values only
+  Window w;
+  int64_t pitch[kMaxRank];  // flat index of x's element i: sum of i[d] * pitch[d]
+  uint64_t empty_index;     // the index of a window without real elements
+  int threads;
+  bool plain;               // force the plain kernel (tests)
+};
+
+void max_pool(const MaxPoolCall& call);
+
+}  // namespace dmlops

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The kernel tests against kernels built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (any report fails the run). Run from the repository root, in an environment that has the
+# test extra:    bash tests/sanitize.sh [BUILD_DIR]
+set -euo pipefail
+build="${1:-build/sanitize}"
+python=$(command -v python)
+cmake -S . -B "$build" -G Ninja -DDMLOPS_SANITIZE=ON -DPython_EXECUTABLE="$python" > /dev/null
+cmake --build "$build" > /dev/null
+# a package folder with the sanitized modules beside the Python sources
+pkg="$build/pkg"
+rm -rf "$pkg" && mkdir -p "$pkg"
+cp -r src/dmlops "$pkg/dmlops"
+rm -f "$pkg"/dmlops/_kernels_*.so
+cp "$build"/_kernels_*.so "$pkg/dmlops/"
+# Python itself is not instrumented: preload the runtimes; leaks are Python's, not ours
+LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+PYTHONPATH="$pkg" "$python" -m pytest -q -p no:cacheprovider -n 0 \
+  tests/test_cpu_backend.py tests/test_cpu_padding.py tests/test_family.py \
+  tests/test_layouts.py tests/test_kernel_build.py

@@ -1,0 +1,103 @@
+"""How the cpu kernels are built and chosen: no fused multiply-add anywhere (it would change
+the averages' bits, SPEC 5), one module per CPU level, and the level chosen or refused as
+documented."""
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dmlops as dml
+from dmlops.backends import cpu
+from dmlops.backends.cpu import _levels
+
+FMA = ("vfmadd", "vfmsub", "vfnmadd", "vfnmsub", "fmadd", "fmsub")   # x86 and aarch64
+
+
+def _disassembly(path) -> str:
+    return subprocess.run(["objdump", "-d", str(path)], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _fused(text: str) -> list:
+    return [line for line in text.splitlines()
+            if any(f"\t{name}" in line or f" {name}" in line for name in FMA)]
+
+
+def test_no_fused_multiply_add_in_any_level():
+    modules = sorted(Path(dml.__file__).parent.glob("_kernels_*"))
+    assert {m.name.split(".")[0] for m in modules} >= {f"_kernels_{lv}" for lv in
+                                                       cpu.supported()}
+    for module in modules:
+        assert _fused(_disassembly(module)) == [], module.name
+
+
+def test_the_fma_check_sees_a_contracted_multiply_add(tmp_path):
+    """The check above can fail: GCC contracts a*b+c into an FMA by default at -O3 with FMA
+    enabled, and the disassembly then shows it."""
+    src = tmp_path / "f.c"
+    src.write_text("float f(float a, float b, float c) { return a * b + c; }\n")
+    flags = ["-mfma"] if "x86" in subprocess.run(["gcc", "-dumpmachine"], capture_output=True,
+                                                 text=True).stdout else []
+    subprocess.run(["gcc", "-O3", *flags, "-c", str(src), "-o", str(tmp_path / "f.o")],
+                   check=True)
+    assert _fused(_disassembly(tmp_path / "f.o"))
+
+
+def test_levels_are_ordered_and_loaded():
+    assert cpu.supported()[0] == "baseline"
+    for level in cpu.supported():
+        cpu.set_level(level)
+        try:
+            assert cpu.level() == level
+            y = dml.max_pooling(np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3), 2)
+            assert y.reshape(-1).tolist() == [4, 5, 7, 8]
+        finally:
+            cpu.set_level(None)
+    assert cpu.level() == cpu.supported()[-1]
+
+
+@pytest.mark.parametrize("bad", ["sse9", "", 3])
+def test_unknown_level_is_refused(bad):
+    with pytest.raises(dml.UnsupportedError, match="not a CPU level"):
+        cpu.set_level(bad)
+
+
+def test_level_the_cpu_lacks_names_what_it_lacks(monkeypatch):
+    base = _levels.baseline()
+    monkeypatch.setattr(_levels, "baseline", lambda: type("M", (), {
+        "cpu_features": staticmethod(lambda: ["avx2"]), "LEVEL": base.LEVEL})())
+    with pytest.raises(dml.UnsupportedError, match="lacks fma, f16c"):
+        cpu.set_level("avx2")
+
+
+def test_environment_chooses_the_level(monkeypatch):
+    monkeypatch.setattr(_levels, "_current", None)
+    monkeypatch.setenv("DMLOPS_CPU_LEVEL", "baseline")
+    assert cpu.level() == "baseline"
+    monkeypatch.setattr(_levels, "_current", None)
+    monkeypatch.setenv("DMLOPS_CPU_LEVEL", "nonsense")
+    with pytest.raises(dml.UnsupportedError, match="DMLOPS_CPU_LEVEL = 'nonsense'"):
+        cpu.level()
+    monkeypatch.setattr(_levels, "_current", None)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_thread_count_must_be_positive(bad, monkeypatch):
+    with pytest.raises(dml.InvalidArgumentError, match="positive integer"):
+        dml.set_num_threads(bad)
+    monkeypatch.setenv("DMLOPS_NUM_THREADS", "zero")
+    with pytest.raises(dml.InvalidArgumentError, match="DMLOPS_NUM_THREADS"):
+        dml.get_num_threads()
+
+
+def test_thread_count_from_environment(monkeypatch):
+    monkeypatch.setenv("DMLOPS_NUM_THREADS", "3")
+    assert dml.get_num_threads() == 3
+    dml.set_num_threads(1)
+    try:
+        assert dml.get_num_threads() == 1
+    finally:
+        dml.set_num_threads(None)
+    assert dml.get_num_threads() == 3
