@@ -4,6 +4,7 @@
 // eight at a time first (F16C) when the input's last dimension is packed. Precondition: none.
 #pragma once
 #include "avg_pool/avg_pool.h"
+#include "avg_pool/avg_pool_registers.h"
 #include "common/rows.h"
 #include "common/threads.h"
 
@@ -18,6 +19,29 @@ struct SumTile {
   inline void add(int64_t n, const T* p, int64_t step, A* a) {
     if (kStep != 0) step = kStep;
     for (int64_t i = 0; i < n; ++i) a[i] += widen<A>(p[i * step]);
+  }
+
+  // acc[i] + x[p + i*step] + x[p + i*step + dstep] + ... in that order, the sum in registers
+  template <int kW, int64_t kStep>
+  inline void window(int64_t n, const T* p, int64_t step, int64_t dstep, A* a) {
+    if (kStep != 0) step = kStep;
+    for (int64_t i = 0; i < n; ++i) {
+      A sum = a[i];
+      for (int j = 0; j < kW; ++j) sum += widen<A>(p[i * step + j * dstep]);
+      a[i] = sum;
+    }
+  }
+
+  void whole(int64_t at, int64_t n, int64_t width, const T* p, int64_t step, int64_t dstep) {
+    A* a = acc + at;
+    if (width == 2) {
+      if (step == 1) return window<2, 1>(n, p, step, dstep, a);
+      if (step == 2) return window<2, 2>(n, p, step, dstep, a);
+      return window<2, 0>(n, p, step, dstep, a);
+    }
+    if (step == 1) return window<3, 1>(n, p, step, dstep, a);
+    if (step == 2) return window<3, 2>(n, p, step, dstep, a);
+    window<3, 0>(n, p, step, dstep, a);
   }
 
   void offset(int64_t at, int64_t n, const T* p, int64_t step) {
@@ -43,42 +67,62 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
   const int64_t ow = c.y.sizes[last];
   const int64_t tiles = (ow + kRowTile - 1) / kRowTile;
   const int64_t items = c.y.count() / ow * tiles;
-  const Dim dl = dim_of(c.w, k - 1, c.x.sizes[last]);
-  const Span reach = offsets_reaching(dl, ow);
+  const RowGeometry geo(c.x, c.y, c.w);
+  const Dim& dl = geo.last();
   const int64_t no_pitch[kMaxRank] = {};
+  const bool registers = c.x.strides[last] == 1 && (dl.stride == 1 || dl.stride == 2);
   double volume = 1;
   for (int i = 0; i < k; ++i) volume *= double(c.w.size[i]);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new SumTile<T, A>;
-    int64_t o[kMaxRank];
+    int64_t o[kMaxRank], xoffs[kMostRegisterOffsets];
     for (int64_t item = lo; item < hi; ++item) {
       RowTask t = row_task(item, tiles, rank, c.y.sizes, kRowTile);
-      const int64_t n = t.t1 - t.t0;
-      for (int64_t i = 0; i < n; ++i) s->acc[i] = A(0);
-      bool any = for_each_leading_offset(c.x, c.w, no_pitch, t, [&](int64_t xoff, int64_t) {
-        for_each_last_offset(dl, reach, ow, t.t0, t.t1, [&](int64_t a, int64_t b, int64_t x0) {
-          s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * c.x.strides[last]),
-                    dl.stride * c.x.strides[last]);
-        });
-      });
       int64_t real_lead = 1, div_lead = 1, yoff = 0;
       for (int d = 0; d < last; ++d) {
         o[d] = t.o[d];
         yoff += o[d] * c.y.strides[d];
       }
       for (int i = 0; i + 1 < k; ++i) {
-        Dim d = dim_of(c.w, i, c.x.sizes[i + 2]);
-        Span js = real_offsets(d, o[i + 2]);
-        real_lead *= js.hi - js.lo;
-        div_lead *= divisor_factor(d, o[i + 2], c.include_padding);
+        real_lead *= geo.lead_real(i, o[i + 2]);
+        div_lead *= c.include_padding ? geo.lead_padded(i, o[i + 2]) : geo.lead_real(i, o[i + 2]);
       }
-      for (int64_t i = 0; i < n; ++i) {
-        o[last] = t.t0 + i;
-        Span js = real_offsets(dl, o[last]);
-        int64_t real = any ? real_lead * (js.hi - js.lo) : 0;
-        finish(o, yoff + o[last] * c.y.strides[last], s->acc[i], real,
-               div_lead * divisor_factor(dl, o[last], c.include_padding));
+      auto done = [&](int64_t out, A sum) {
+        o[last] = out;
+        int64_t div = div_lead * (c.include_padding ? geo.last_padded(out) : geo.last_real(out));
+        finish(o, yoff + out * c.y.strides[last], sum, real_lead * geo.last_real(out), div);
+      };
+      int64_t rows = 0;
+      geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
+        if (rows < kMostRegisterOffsets) xoffs[rows] = xoff;
+        ++rows;
+      });
+      if (registers && rows <= kMostRegisterOffsets) {
+        int64_t va = geo.interior().lo > t.t0 ? geo.interior().lo : t.t0;
+        int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;
+        constexpr int L = SumLanes<T, A>::L;
+        vb = vb - va < L ? va : va + (vb - va) / L * L;
+        if (vb == va) va = vb = t.t0;
+        sum_pool_registers<T, A>(c, dl, xoffs, rows, va, vb, done);
+        sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, done);
+        sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, done);
+        continue;
       }
+      const int64_t n = t.t1 - t.t0;
+      for (int64_t i = 0; i < n; ++i) s->acc[i] = A(0);
+      const int64_t xs = c.x.strides[last];
+      geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
+        geo.for_each_last_window(
+            t.t0, t.t1,
+            [&](int64_t a, int64_t b, int64_t x0) {
+              s->whole(a - t.t0, b - a, dl.window, c.x.template at<T>(xoff + x0 * xs),
+                       dl.stride * xs, dl.dilation * xs);
+            },
+            [&](int64_t a, int64_t b, int64_t x0) {
+              s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * xs), dl.stride * xs);
+            });
+      });
+      for (int64_t i = 0; i < n; ++i) done(t.t0 + i, s->acc[i]);
     }
     delete s;
   });

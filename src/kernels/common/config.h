@@ -23,3 +23,27 @@ namespace dmlops {
 constexpr int64_t kRowTile = 1024;
 
 }  // namespace dmlops
+
+namespace dmlops {
+
+// The widest last-dimension window the pooling fast paths walk in registers (one kernel
+// instance per width, 2 to this): wider windows go offset by offset.
+constexpr int64_t kWholeMost = 3;
+
+}  // namespace dmlops
+
+namespace dmlops {
+
+// The most last-dimension window offsets whose real outputs the row walk keeps in a table
+// (16 bytes each); beyond, they are worked out per row.
+constexpr int64_t kMostTabulatedOffsets = 1 << 16;
+
+}  // namespace dmlops
+
+namespace dmlops {
+
+// The most window rows (offsets of the dimensions but the last) whose offsets the register
+// paths keep for a row: a 3-D window of 4 x 4 x W, or a 2-D one of 64 x W.
+constexpr int64_t kMostRegisterOffsets = 64;
+
+}  // namespace dmlops

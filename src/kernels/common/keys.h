@@ -11,10 +11,14 @@
 
 namespace dmlops {
 
+// Raw: the plain type the fast paths move values as (FLOAT16: its bits, as uint16_t), whose
+// key is key_raw.
 template <class T> struct MaxKey {
   using Key = T;
+  using Raw = T;
   static constexpr bool kKeyIsValue = true;
   static Key key(T v) { return v; }
+  static Key key_raw(T v) { return v; }
 };
 
 template <class Bits, class K> struct FloatKey {
@@ -32,12 +36,16 @@ template <class Bits, class K> struct FloatKey {
 };
 
 template <> struct MaxKey<float> : FloatKey<uint32_t, int32_t> {
+  using Raw = float;
   static Key key(float v) { return key_of_bits(bit_cast<uint32_t>(v), 0x7F800000u); }
+  static Key key_raw(float v) { return key(v); }
 };
 template <> struct MaxKey<double> : FloatKey<uint64_t, int64_t> {
+  using Raw = double;
   static Key key(double v) {
     return key_of_bits(bit_cast<uint64_t>(v), 0x7FF0000000000000ull);
   }
+  static Key key_raw(double v) { return key(v); }
 };
 
 // FLOAT16 travels as its bits (uint16_t) through a distinct type, so it is not taken for UINT16.
@@ -45,7 +53,9 @@ struct Half {
   uint16_t bits;
 };
 template <> struct MaxKey<Half> : FloatKey<uint16_t, int16_t> {
+  using Raw = uint16_t;
   static Key key(Half v) { return key_of_bits(v.bits, uint16_t(0x7C00u)); }
+  static Key key_raw(uint16_t v) { return key_of_bits(v, uint16_t(0x7C00u)); }
 };
 
 // The value of a window with no real element: -inf, or the integer type's minimum.

@@ -4,6 +4,8 @@
 // of the row's outputs (real_outputs), so the innermost loop has no bounds checks.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 
 #include "common/tensor.h"
 #include "common/window.h"
@@ -30,49 +32,132 @@ inline RowTask row_task(int64_t item, int64_t tiles, int rank, const int64_t* y_
   return t;
 }
 
-// Visits every window offset of the spatial dimensions but the last that reads a real
-// element for the row `t`, in row-major order: fn(xoff, foff) with the element offset into x
-// and the flat-index offset (through `pitch`) of that row of the window; false when there is
-// none (every output of the row then has an empty window).
-template <class F>
-inline bool for_each_leading_offset(const Tensor& x, const Window& w, const int64_t* pitch,
-                                    const RowTask& t, F&& fn) {
-  const int rank = x.rank, lead = rank - 3;  // spatial dims before the last
-  Span spans[kMaxSpatial];
-  int64_t j[kMaxSpatial];
-  for (int i = 0; i < lead; ++i) {
-    spans[i] = real_offsets(dim_of(w, i, x.sizes[i + 2]), t.o[i + 2]);
-    if (spans[i].hi <= spans[i].lo) return false;
-    j[i] = spans[i].lo;
+// What the row walk needs of the window that is the same for every row, worked out once per
+// call (the divisions included): per spatial dimension but the last, the real offsets of
+// each output position; for the last, each offset's real outputs and the interior where
+// every offset is real.
+class RowGeometry {
+ public:
+  RowGeometry(const Tensor& x, const Tensor& y, const Window& w) : x_(x), w_(w) {
+    lead_ = x.rank - 3;
+    int64_t total = 0;
+    for (int i = 0; i < lead_; ++i) total += y.sizes[i + 2];
+    last_ = dim_of(w, lead_, x.sizes[x.rank - 1]);
+    ow_ = y.sizes[y.rank - 1];
+    reach_ = offsets_reaching(last_, ow_);
+    int64_t offsets = reach_.hi - reach_.lo;
+    tabulated_ = offsets <= kMostTabulatedOffsets;
+    spans_ = static_cast<Span*>(std::malloc(
+        sizeof(Span) * size_t(2 * (total + ow_) + (tabulated_ ? offsets : 0) + 1)));
+    if (spans_ == nullptr) throw std::bad_alloc();
+    Span* at = spans_;
+    auto positions = [&](const Dim& d, int64_t n) {
+      Span* first = at;
+      for (int64_t o = 0; o < n; ++o) {
+        *at++ = real_offsets(d, o);
+        *at++ = Span{divisor_factor(d, o, false), divisor_factor(d, o, true)};
+      }
+      return first;
+    };
+    for (int i = 0; i < lead_; ++i) lead_pos_[i] = positions(dim_of(w, i, x.sizes[i + 2]), y.sizes[i + 2]);
+    last_pos_ = positions(last_, ow_);
+    last_spans_ = at;
+    if (tabulated_)
+      for (int64_t j = reach_.lo; j < reach_.hi; ++j) *at++ = real_outputs(last_, j, ow_);
+    interior_ = Span{real_outputs(last_, 0, ow_).lo, real_outputs(last_, last_.window - 1, ow_).hi};
   }
-  for (;;) {
-    int64_t xoff = t.o[0] * x.strides[0] + t.o[1] * x.strides[1];
-    int64_t foff = t.o[0] * pitch[0] + t.o[1] * pitch[1];
-    for (int i = 0; i < lead; ++i) {
-      int64_t xi = input_coord(dim_of(w, i, x.sizes[i + 2]), t.o[i + 2], j[i]);
-      xoff += xi * x.strides[i + 2];
-      foff += xi * pitch[i + 2];
-    }
-    fn(xoff, foff);
-    int i = lead - 1;
-    while (i >= 0 && ++j[i] == spans[i].hi) {
-      j[i] = spans[i].lo;
-      --i;
-    }
-    if (i < 0) return true;
-  }
-}
+  ~RowGeometry() { std::free(spans_); }
+  RowGeometry(const RowGeometry&) = delete;
+  RowGeometry& operator=(const RowGeometry&) = delete;
 
-// For each last-dimension offset j (ascending) whose real outputs meet the tile:
-// fn(lo, hi, x0) with the tile's outputs [lo, hi) and the input coordinate x0 of output lo.
-template <class F>
-inline void for_each_last_offset(const Dim& d, Span reach, int64_t ow, int64_t t0, int64_t t1,
-                                 F&& fn) {
-  for (int64_t j = reach.lo; j < reach.hi; ++j) {
-    Span s = real_outputs(d, j, ow);
-    int64_t lo = s.lo > t0 ? s.lo : t0, hi = s.hi < t1 ? s.hi : t1;
-    if (lo < hi) fn(lo, hi, input_coord(d, lo, j));
+  const Dim& last() const { return last_; }
+
+  // The outputs of the last dimension whose every window offset reads a real element.
+  Span interior() const { return interior_; }
+
+  // The divisor's factors of output position o in leading dimension i, or the last: the
+  // number of real offsets, and of real and padding ones (SPEC 3.1).
+  int64_t lead_real(int i, int64_t o) const { return lead_pos_[i][2 * o + 1].lo; }
+  int64_t lead_padded(int i, int64_t o) const { return lead_pos_[i][2 * o + 1].hi; }
+  int64_t last_real(int64_t o) const { return last_pos_[2 * o + 1].lo; }
+  // The real offsets of output o of the last dimension.
+  Span last_offsets(int64_t o) const { return last_pos_[2 * o]; }
+  int64_t last_padded(int64_t o) const { return last_pos_[2 * o + 1].hi; }
+
+  // Visits every window offset of the spatial dimensions but the last that reads a real
+  // element for the row `t`, in row-major order: fn(xoff, foff) with the element offset into
+  // x and the flat-index offset (through `pitch`) of that row of the window; false when there
+  // is none (every output of the row then has an empty window).
+  template <class F>
+  bool for_each_leading_offset(const int64_t* pitch, const RowTask& t, F&& fn) const {
+    Span spans[kMaxSpatial];
+    int64_t j[kMaxSpatial];
+    for (int i = 0; i < lead_; ++i) {
+      spans[i] = lead_pos_[i][2 * t.o[i + 2]];
+      if (spans[i].hi <= spans[i].lo) return false;
+      j[i] = spans[i].lo;
+    }
+    int64_t xbase = t.o[0] * x_.strides[0] + t.o[1] * x_.strides[1];
+    int64_t fbase = t.o[0] * pitch[0] + t.o[1] * pitch[1];
+    for (;;) {
+      int64_t xoff = xbase, foff = fbase;
+      for (int i = 0; i < lead_; ++i) {
+        int64_t xi = t.o[i + 2] * w_.stride[i] + j[i] * w_.dilation[i] - w_.start[i];
+        xoff += xi * x_.strides[i + 2];
+        foff += xi * pitch[i + 2];
+      }
+      fn(xoff, foff);
+      int i = lead_ - 1;
+      while (i >= 0 && ++j[i] == spans[i].hi) {
+        j[i] = spans[i].lo;
+        --i;
+      }
+      if (i < 0) return true;
+    }
   }
-}
+
+  // For each last-dimension offset j (ascending) whose real outputs meet [t0, t1):
+  // each(lo, hi, x0) with those outputs [lo, hi) and the input coordinate x0 of output lo.
+  template <class F>
+  void for_each_last_offset(int64_t t0, int64_t t1, F&& each) const {
+    for (int64_t j = reach_.lo; j < reach_.hi; ++j) {
+      Span s = tabulated_ ? last_spans_[j - reach_.lo] : real_outputs(last_, j, ow_);
+      int64_t lo = s.lo > t0 ? s.lo : t0, hi = s.hi < t1 ? s.hi : t1;
+      if (lo < hi) each(lo, hi, input_coord(last_, lo, j));
+    }
+  }
+
+  // The last dimension's whole window at once where that pays: the outputs of [t0, t1) whose
+  // every offset reads a real element (the interior) go to whole(lo, hi, x0), x0 the input
+  // coordinate of output lo at offset 0, so a kernel can walk the window in registers (one
+  // pass over its scratch instead of one per offset); the outputs at the borders go offset by
+  // offset to each(lo, hi, x0). Every output still sees its offsets in ascending order. Only
+  // windows of 2 to kWholeMost offsets are walked whole.
+  template <class Whole, class Each>
+  void for_each_last_window(int64_t t0, int64_t t1, Whole&& whole, Each&& each) const {
+    int64_t ia = interior_.lo > t0 ? interior_.lo : t0;
+    int64_t ib = interior_.hi < t1 ? interior_.hi : t1;
+    if (last_.window > kWholeMost || last_.window < 2 || ia >= ib) {
+      for_each_last_offset(t0, t1, each);
+      return;
+    }
+    for_each_last_offset(t0, ia, each);
+    whole(ia, ib, input_coord(last_, ia, 0));
+    for_each_last_offset(ib, t1, each);
+  }
+
+ private:
+  const Tensor& x_;
+  const Window& w_;
+  int lead_;
+  Dim last_;
+  int64_t ow_;
+  Span reach_, interior_;
+  bool tabulated_;
+  Span* spans_;
+  Span* lead_pos_[kMaxSpatial] = {};  // per output position: real offsets, divisor factors
+  Span* last_pos_;
+  Span* last_spans_;
+};
 
 }  // namespace dmlops

@@ -11,6 +11,7 @@
 #include "common/rows.h"
 #include "common/threads.h"
 #include "max_pool/max_pool.h"
+#include "max_pool/max_pool_registers.h"
 #include "max_pool/output.h"
 
 namespace dmlops {
@@ -19,8 +20,9 @@ template <class T, bool kIndices>
 struct MaxTile {
   using K = MaxKey<T>;
   using Key = typename K::Key;
+  using Raw = typename K::Raw;
   Key key[kRowTile];
-  T value[kRowTile];
+  Raw value[kRowTile];
   int64_t arg[kRowTile];
 
   void reset(int64_t n) {
@@ -31,12 +33,12 @@ struct MaxTile {
 
   // outputs [0, n) of the scratch against x[p + i*step], flat indices f + i*fstep
   template <int64_t kStep>
-  inline void update(int64_t n, const T* p, int64_t step, int64_t f, int64_t fstep,
-                     Key* kk, T* vv, int64_t* aa) {
+  inline void update(int64_t n, const Raw* p, int64_t step, int64_t f, int64_t fstep,
+                     Key* kk, Raw* vv, int64_t* aa) {
     if (kStep != 0) step = kStep;
     for (int64_t i = 0; i < n; ++i) {
-      T v = p[i * step];
-      Key kv = K::key(v);
+      Raw v = p[i * step];
+      Key kv = K::key_raw(v);
       bool take = kv > kk[i];
       if (kIndices) take = take || aa[i] < 0;
       kk[i] = take ? kv : kk[i];
@@ -45,7 +47,48 @@ struct MaxTile {
     }
   }
 
-  void offset(int64_t at, int64_t n, const T* p, int64_t step, int64_t f, int64_t fstep) {
+  // outputs [0, n) against the whole window x[p + i*step + j*dstep], j < kW, compared in
+  // registers first (the lowest j of equal keys wins), then merged
+  template <int kW, int64_t kStep>
+  inline void window(int64_t n, const Raw* p, int64_t step, int64_t dstep, int64_t f,
+                     int64_t fstep, int64_t fd, Key* kk, Raw* vv, int64_t* aa) {
+    if (kStep != 0) step = kStep;
+    for (int64_t i = 0; i < n; ++i) {
+      Raw v = p[i * step];
+      Key kv = K::key_raw(v);
+      int64_t jw = 0;
+      for (int j = 1; j < kW; ++j) {
+        Raw cand = p[i * step + j * dstep];
+        Key kc = K::key_raw(cand);
+        bool t = kc > kv;
+        kv = t ? kc : kv;
+        if (!K::kKeyIsValue) v = t ? cand : v;
+        if (kIndices) jw = t ? j : jw;
+      }
+      bool take = kv > kk[i];
+      if (kIndices) take = take || aa[i] < 0;
+      kk[i] = take ? kv : kk[i];
+      if (!K::kKeyIsValue) vv[i] = take ? v : vv[i];
+      if (kIndices) aa[i] = take ? f + i * fstep + jw * fd : aa[i];
+    }
+  }
+
+  void whole(int64_t at, int64_t n, int64_t width, const Raw* p, int64_t step, int64_t dstep,
+             int64_t f, int64_t fstep, int64_t fd) {
+    Key* kk = key + at;
+    Raw* vv = value + at;
+    int64_t* aa = arg + at;
+    if (width == 2) {
+      if (step == 1) return window<2, 1>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+      if (step == 2) return window<2, 2>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+      return window<2, 0>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+    }
+    if (step == 1) return window<3, 1>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+    if (step == 2) return window<3, 2>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+    window<3, 0>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+  }
+
+  void offset(int64_t at, int64_t n, const Raw* p, int64_t step, int64_t f, int64_t fstep) {
     if (step == 1)
       update<1>(n, p, step, f, fstep, key + at, value + at, arg + at);
     else
@@ -53,51 +96,94 @@ struct MaxTile {
   }
 };
 
+// Whether a row may take the register path (max_pool_registers.h).
+inline bool register_path(const MaxPoolCall& c, const RowGeometry& geo, int64_t rows) {
+  const Dim& dl = geo.last();
+  return c.x.strides[c.x.rank - 1] == 1 && (dl.stride == 1 || dl.stride == 2) &&
+         dl.window <= 64 && rows >= 1 && rows <= kMostRegisterOffsets;
+}
+
+// The outputs of [t0, t1) the register path takes whole vectors of: the interior's.
+inline Span register_outputs(const RowGeometry& geo, int64_t t0, int64_t t1, int lanes) {
+  int64_t va = geo.interior().lo > t0 ? geo.interior().lo : t0;
+  int64_t vb = geo.interior().hi < t1 ? geo.interior().hi : t1;
+  if (vb - va < lanes) return Span{t0, t0};
+  return Span{va, va + (vb - va) / lanes * lanes};
+}
+
 template <class T, bool kIndices>
 void max_pool_rows(const MaxPoolCall& c) {
+  using Raw = typename MaxKey<T>::Raw;
   const int rank = c.x.rank, last = rank - 1;
   const int64_t ow = c.y.sizes[last];
   const int64_t tiles = (ow + kRowTile - 1) / kRowTile;
   const int64_t items = c.y.count() / ow * tiles;
-  const Dim dl = dim_of(c.w, rank - 3, c.x.sizes[last]);
-  const Span reach = offsets_reaching(dl, ow);
+  const RowGeometry geo(c.x, c.y, c.w);
+  const Dim& dl = geo.last();
   double volume = 1;
   for (int i = 0; i < rank - 2; ++i) volume *= double(c.w.size[i]);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new MaxTile<T, kIndices>;
+    const int64_t xs = c.x.strides[last], ps = c.pitch[last];
+    int64_t xoffs[kMostRegisterOffsets], foffs[kMostRegisterOffsets];
     for (int64_t item = lo; item < hi; ++item) {
-      RowTask t = row_task(item, tiles, rank, c.y.sizes, kRowTile);
-      const int64_t n = t.t1 - t.t0;
-      s->reset(n);
-      bool any = for_each_leading_offset(c.x, c.w, c.pitch, t, [&](int64_t xoff, int64_t foff) {
-        for_each_last_offset(dl, reach, ow, t.t0, t.t1, [&](int64_t a, int64_t b, int64_t x0) {
-          s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * c.x.strides[last]),
-                    dl.stride * c.x.strides[last], foff + x0 * c.pitch[last],
-                    dl.stride * c.pitch[last]);
-        });
-      });
+      const RowTask task = row_task(item, tiles, rank, c.y.sizes, kRowTile);
       int64_t yoff = 0, ioff = 0;
       for (int d = 0; d < last; ++d) {
-        yoff += t.o[d] * c.y.strides[d];
-        ioff += t.o[d] * c.indices.strides[d];
+        yoff += task.o[d] * c.y.strides[d];
+        ioff += task.o[d] * c.indices.strides[d];
       }
-      const T empty = empty_value<T>();
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t o = t.t0 + i;
-        bool has;
-        if (kIndices) {
-          has = s->arg[i] >= 0;
-        } else {
-          Span js = real_offsets(dl, o);
-          has = any && js.hi > js.lo;
+      // the window rows of this output row, for the register path
+      int64_t rows = 0;
+      geo.for_each_leading_offset(c.pitch, task, [&](int64_t xoff, int64_t foff) {
+        if (rows < kMostRegisterOffsets) {
+          xoffs[rows] = xoff;
+          foffs[rows] = foff;
         }
-        T v = MaxKey<T>::kKeyIsValue ? bit_cast<T>(s->key[i]) : s->value[i];
-        if (c.y.data != nullptr)
-          store(c.y.template at<T>(yoff + o * c.y.strides[last]), has ? v : empty);
-        if (kIndices)
-          store_index(c.indices, ioff + o * c.indices.strides[last],
-                      has ? uint64_t(s->arg[i]) : c.empty_index);
+        ++rows;
+      });
+      if (register_path(c, geo, rows)) {
+        const RegisterRow r{xoffs, foffs, rows};
+        const Span fast = register_outputs(geo, task.t0, task.t1, MaxLanes<T>::L);
+        max_pool_registers<T, kIndices>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+        max_pool_row_outputs<T, kIndices>(c, geo, r, task.t0, fast.lo, yoff, ioff);
+        max_pool_row_outputs<T, kIndices>(c, geo, r, fast.hi, task.t1, yoff, ioff);
+        continue;
       }
+      // the rest of the tile through the scratch
+      auto through_scratch = [&](int64_t t0, int64_t t1) {
+        if (t0 >= t1) return;
+        RowTask t = task;
+        t.t0 = t0;
+        t.t1 = t1;
+        const int64_t n = t1 - t0;
+        s->reset(n);
+        bool any = geo.for_each_leading_offset(c.pitch, t, [&](int64_t xoff, int64_t foff) {
+          geo.for_each_last_window(
+              t0, t1,
+              [&](int64_t a, int64_t b, int64_t x0) {
+                s->whole(a - t0, b - a, dl.window, c.x.template at<Raw>(xoff + x0 * xs),
+                         dl.stride * xs, dl.dilation * xs, foff + x0 * ps, dl.stride * ps,
+                         dl.dilation * ps);
+              },
+              [&](int64_t a, int64_t b, int64_t x0) {
+                s->offset(a - t0, b - a, c.x.template at<Raw>(xoff + x0 * xs), dl.stride * xs,
+                          foff + x0 * ps, dl.stride * ps);
+              });
+        });
+        const Raw empty = bit_cast<Raw>(empty_value<T>());
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t o = t0 + i;
+          bool has = kIndices ? s->arg[i] >= 0 : any && geo.last_real(o) > 0;
+          Raw v = MaxKey<T>::kKeyIsValue ? bit_cast<Raw>(s->key[i]) : s->value[i];
+          if (c.y.data != nullptr)
+            store(c.y.template at<Raw>(yoff + o * c.y.strides[last]), has ? v : empty);
+          if (kIndices)
+            store_index(c.indices, ioff + o * c.indices.strides[last],
+                        has ? uint64_t(s->arg[i]) : c.empty_index);
+        }
+      };
+      through_scratch(task.t0, task.t1);
     }
     delete s;
   });

@@ -1,0 +1,106 @@
+// Summing with a row's whole window in registers: L outputs at a time, each window row (the
+// other dimensions' offsets in row-major order) and then each of its last-dimension offsets
+// added to the lanes' sums in that order, which is every output's own row-major order, so
+// the bits are the plain kernel's. Two vectors of outputs go side by side, so that their
+// chains of additions (which must stay in order) overlap.
+// Precondition (as max_pool_registers.h): the input's last dimension packed, the window's
+// stride along it 1 or 2, at most kMostRegisterOffsets window rows; interior outputs only.
+#pragma once
+#include <type_traits>
+
+#include "avg_pool/avg_pool.h"
+#include "common/half.h"
+#include "common/rows.h"
+#include "common/simd.h"
+
+#if defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+namespace dmlops {
+
+template <class T, class A> struct SumLanes {
+  static constexpr int L = 16;
+  using Raw = std::conditional_t<std::is_same_v<T, Half>, uint16_t, T>;
+  using VR = Vec<Raw, L>;
+  using VA = Vec<A, L>;
+
+  static VA widen_lanes(VR v) {
+    if constexpr (std::is_same_v<T, Half>) {
+      VA out;
+#if defined(__AVX512F__)
+      __m256i h;
+      std::memcpy(&h, &v, sizeof h);
+      __m512 f = _mm512_cvtph_ps(h);
+      std::memcpy(&out, &f, sizeof out);
+#elif defined(__F16C__)
+      __m128i h[2];
+      std::memcpy(h, &v, sizeof h);
+      __m256 f[2] = {_mm256_cvtph_ps(h[0]), _mm256_cvtph_ps(h[1])};
+      std::memcpy(&out, f, sizeof out);
+#else
+      for (int i = 0; i < L; ++i) out[i] = half_to_float(v[i]);
+#endif
+      return out;
+    } else {
+      return __builtin_convertvector(v, VA);
+    }
+  }
+};
+
+// The sums of outputs [va, vb) (vb - va a multiple of L) of one row; fn(o, sum) for each.
+template <class T, class A, class F>
+void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
+                        int64_t rows, int64_t va, int64_t vb, F&& fn) {
+  using Lanes = SumLanes<T, A>;
+  using Raw = typename Lanes::Raw;
+  using VA = typename Lanes::VA;
+  constexpr int L = Lanes::L;
+  const Raw* x = c.x.template at<Raw>(0);
+  const int64_t s = dl.stride, w = dl.window, d = dl.dilation, in = dl.in;
+  auto load = [&](const Raw* row, int64_t at) {
+    // (two loads for stride 2 read one element past the last lane: not past the row)
+    return Lanes::widen_lanes((s == 2 && at + 2 * L > in) ? load_each<Raw, L>(row + at, 2)
+                                                          : load_strided<Raw, L>(row + at, s));
+  };
+  int64_t o = va;
+  for (; o + 2 * L <= vb; o += 2 * L) {
+    const int64_t c0 = o * s - dl.start, c1 = c0 + L * s;
+    VA sum0{}, sum1{};
+    for (int64_t m = 0; m < rows; ++m) {
+      const Raw* row = x + xoffs[m];
+      for (int64_t j = 0; j < w; ++j) {
+        sum0 += load(row, c0 + j * d);
+        sum1 += load(row, c1 + j * d);
+      }
+    }
+    for (int i = 0; i < L; ++i) fn(o + i, sum0[i]);
+    for (int i = 0; i < L; ++i) fn(o + L + i, sum1[i]);
+  }
+  for (; o + L <= vb; o += L) {
+    const int64_t c0 = o * s - dl.start;
+    VA sum{};
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t j = 0; j < w; ++j) sum += load(x + xoffs[m], c0 + j * d);
+    for (int i = 0; i < L; ++i) fn(o + i, sum[i]);
+  }
+}
+
+// The sums of outputs [a, b) of the same row one at a time (borders and leftovers).
+template <class T, class A, class F>
+void sum_pool_row_outputs(const SumPoolCall& c, const RowGeometry& geo, const int64_t* xoffs,
+                          int64_t rows, int64_t a, int64_t b, F&& fn) {
+  const int last = c.x.rank - 1;
+  const Dim& dl = geo.last();
+  const int64_t xs = c.x.strides[last];
+  for (int64_t o = a; o < b; ++o) {
+    const Span js = geo.last_offsets(o);
+    A sum = A(0);
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t j = js.lo; j < js.hi; ++j)
+        sum += widen<A>(load(c.x.template at<T>(xoffs[m] + input_coord(dl, o, j) * xs)));
+    fn(o, sum);
+  }
+}
+
+}  // namespace dmlops

@@ -1,0 +1,55 @@
+// Portable vectors (GCC/Clang vector extensions): a Vec<T, L> of L lanes compiles to the
+// widest registers of the level it is built for (two AVX-512 registers, four AVX2 ones or
+// eight SSE2 ones for 16 doubles), so one source serves every level.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+namespace dmlops {
+
+template <class T, int L> struct VecOf {
+  typedef T type __attribute__((vector_size(sizeof(T) * L)));
+};
+template <class T, int L> using Vec = typename VecOf<T, L>::type;
+
+// The same-width signed integers of a lane type (comparison results, masks).
+template <int Bytes> struct MaskInt;
+template <> struct MaskInt<1> { using type = int8_t; };
+template <> struct MaskInt<2> { using type = int16_t; };
+template <> struct MaskInt<4> { using type = int32_t; };
+template <> struct MaskInt<8> { using type = int64_t; };
+template <class T> using MaskOf = typename MaskInt<sizeof(T)>::type;
+
+template <class V> inline V load_vec(const void* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V> inline void store_vec(void* p, V v) { std::memcpy(p, &v, sizeof v); }
+
+template <class V, size_t... I>
+inline V even_lanes(V a, V b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(a, b, (2 * I)...);
+}
+
+// L elements p[0], p[step], ..., one at a time.
+template <class T, int L>
+inline Vec<T, L> load_each(const T* p, int64_t step) {
+  Vec<T, L> v;
+  for (int i = 0; i < L; ++i) v[i] = p[i * step];
+  return v;
+}
+
+// L elements p[0], p[step], ... for a step of 1, or of 2 by two loads and a shuffle, which
+// read p[2L - 1] too: the caller makes sure it may.
+template <class T, int L>
+inline Vec<T, L> load_strided(const T* p, int64_t step) {
+  using V = Vec<T, L>;
+  if (step == 1) return load_vec<V>(p);
+  if (step == 2)
+    return even_lanes(load_vec<V>(p), load_vec<V>(p + L), std::make_index_sequence<L>{});
+  return load_each<T, L>(p, step);
+}
+
+}  // namespace dmlops

@@ -1,0 +1,153 @@
+// Max pooling with a row's whole window in registers: L outputs at a time, each window offset
+// (the other dimensions' rows in row-major order, then the last dimension's offsets) loaded
+// as one vector and compared lane by lane, so each output is written once and nothing goes
+// through scratch. The comparison is SPEC 3.4's: strictly greater wins (the lowest index of
+// equal values, -0.0 against +0.0 included), a NaN wins over a number and the first NaN
+// sticks; FLOAT16 compares as integer keys (keys.h).
+// Precondition (register_path): the input's last dimension packed (stride 1), the window's
+// stride along it 1 or 2, at most kMostRegisterOffsets window rows for the row and at most 64
+// offsets along the last dimension; the outputs taken are the row's interior (every offset
+// real), L at a time.
+#pragma once
+#include <limits>
+#include <type_traits>
+
+#include "common/keys.h"
+#include "common/rows.h"
+#include "common/simd.h"
+#include "max_pool/max_pool.h"
+#include "max_pool/output.h"
+
+namespace dmlops {
+
+// The lanes and their comparison for values of type T (Raw: as stored).
+template <class T> struct MaxLanes {
+  using Raw = typename MaxKey<T>::Raw;
+  static constexpr int L = 16;
+  using V = Vec<Raw, L>;
+  using M = Vec<MaskOf<Raw>, L>;
+  static M better(V c, V b) {
+    if constexpr (std::is_floating_point_v<Raw>) {
+      return (c > b) | ((c != c) & (b == b));
+    } else if constexpr (std::is_same_v<T, Half>) {
+      return key(c) > key(b);
+    } else {
+      return c > b;
+    }
+  }
+  // FLOAT16 bits to order-preserving int16 keys (keys.h, lane by lane)
+  static Vec<int16_t, L> key(V raw) {
+    using K = Vec<int16_t, L>;
+    K b = reinterpret_cast<K>(raw);
+    K mag = b & (K{} + int16_t(0x7FFF));
+    K k = b < 0 ? (b ^ int16_t(0x7FFF)) : b;
+    k = mag == 0 ? K{} : k;
+    return mag > int16_t(0x7C00) ? K{} + int16_t(0x7FFF) : k;
+  }
+};
+
+struct RegisterRow {
+  const int64_t* xoff;  // the window rows' element offsets into x (row-major order)
+  const int64_t* foff;  // and their flat-index offsets
+  int64_t rows;         // how many
+};
+
+template <class T, bool kIndices>
+void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r, int64_t va,
+                        int64_t vb, int64_t yoff, int64_t ioff) {
+  using Lanes = MaxLanes<T>;
+  using Raw = typename Lanes::Raw;
+  using V = typename Lanes::V;
+  using N = Vec<int32_t, Lanes::L>;
+  constexpr int L = Lanes::L;
+  const int last = c.x.rank - 1;
+  const Raw* x = c.x.template at<Raw>(0);
+  const int64_t s = dl.stride, w = dl.window, d = dl.dilation, in = dl.in;
+  const int64_t ys = c.y.strides[last];
+  // one window row's best of its last-dimension offsets (and which), lanes for outputs o..
+  auto row_best = [&](int64_t m, int64_t c0, N* which) {
+    const Raw* row = x + r.xoff[m];
+    auto load = [&](int64_t at) {
+      // (two loads for stride 2 read one element past the last lane: not past the row)
+      return (s == 2 && at + 2 * L > in) ? load_each<Raw, L>(row + at, 2)
+                                         : load_strided<Raw, L>(row + at, s);
+    };
+    V best = load(c0);
+    for (int64_t j = 1; j < w; ++j) {
+      V v = load(c0 + j * d);
+      auto take = Lanes::better(v, best);
+      best = take ? v : best;
+      if (kIndices) *which = __builtin_convertvector(take, N) ? N{} + int32_t(j) : *which;
+    }
+    return best;
+  };
+  for (int64_t o = va; o + L <= vb; o += L) {
+    const int64_t c0 = o * s - dl.start;  // input coordinate of lane 0 at offset 0
+    // each window row's best first, then the rows in order: the same winner as one offset
+    // at a time (the first of the best), with shorter chains of dependent comparisons
+    N number{};
+    V best = row_best(0, c0, &number);
+    for (int64_t m = 1; m < r.rows; ++m) {
+      N which{};
+      V v = row_best(m, c0, &which);
+      auto take = Lanes::better(v, best);
+      best = take ? v : best;
+      if (kIndices)
+        number = __builtin_convertvector(take, N) ? which + int32_t(m * 64) : number;
+    }
+    if (c.y.data != nullptr) {
+      if (ys == 1) {
+        store_vec(c.y.template at<Raw>(yoff + o), best);
+      } else {
+        for (int i = 0; i < L; ++i) store(c.y.template at<Raw>(yoff + (o + i) * ys), best[i]);
+      }
+    }
+    if (kIndices) {
+      const int64_t is = c.indices.strides[last], ps = c.pitch[last];
+      for (int i = 0; i < L; ++i) {
+        int64_t m = number[i] >> 6, j = number[i] & 63;
+        int64_t flat = r.foff[m] + (c0 + i * s + j * d) * ps;
+        store_index(c.indices, ioff + (o + i) * is, uint64_t(flat));
+      }
+    }
+  }
+}
+
+// The outputs [a, b) of the same row one at a time (the register path's borders and
+// leftovers): each window row, then the real offsets of the last dimension, in order.
+template <class T, bool kIndices>
+void max_pool_row_outputs(const MaxPoolCall& c, const RowGeometry& geo, const RegisterRow& r,
+                          int64_t a, int64_t b, int64_t yoff, int64_t ioff) {
+  using K = MaxKey<T>;
+  using Raw = typename K::Raw;
+  const int last = c.x.rank - 1;
+  const Dim& dl = geo.last();
+  const int64_t xs = c.x.strides[last], ps = c.pitch[last];
+  const Raw* x = c.x.template at<Raw>(0);
+  for (int64_t o = a; o < b; ++o) {
+    const Span js = geo.last_offsets(o);
+    bool has = false;
+    typename K::Key best{};
+    Raw value = bit_cast<Raw>(empty_value<T>());
+    int64_t arg = 0;
+    for (int64_t m = 0; m < r.rows && js.hi > js.lo; ++m) {
+      for (int64_t j = js.lo; j < js.hi; ++j) {
+        int64_t xi = input_coord(dl, o, j);
+        Raw v = x[r.xoff[m] + xi * xs];
+        typename K::Key kv = K::key_raw(v);
+        if (!has || kv > best) {
+          has = true;
+          best = kv;
+          value = v;
+          arg = r.foff[m] + xi * ps;
+        }
+      }
+    }
+    if (c.y.data != nullptr) store(c.y.template at<Raw>(yoff + o * c.y.strides[last]), value);
+    if (kIndices)
+      store_index(c.indices, ioff + o * c.indices.strides[last],
+                  has ? uint64_t(arg) : c.empty_index);
+  }
+}
+
+}  // namespace dmlops
