@@ -243,7 +243,8 @@ class Impl:
 
 # import names and the distributions whose versions the header prints
 LIBRARIES = {
-    "dmlops": ("dmlops", ["dmlops", "numba"]),
+    "dmlops": ("dmlops", ["dmlops"]),
+    "numba": ("numba", ["numba"]),
     "numpy": ("numpy", ["numpy"]),
     "torch": ("torch", ["torch"]),
     "onnxruntime": ("onnxruntime", ["onnxruntime", "onnx"]),
@@ -275,8 +276,33 @@ def _require(module: str):
 # ------------------------------------------------------------------------------------------
 # dmlops
 
+def _numba_backend() -> bool:
+    """Registers the earlier Numba kernels of the cpu backend (kept in the source tree, not in
+    the package, until the C++ kernels are at least as fast everywhere) as backend "numba",
+    for the side-by-side comparison; False where Numba or the source tree is missing."""
+    registry = importlib.import_module("dmlops.backends")
+    if "numba" in registry._loaded:
+        return True
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src", "dmlops",
+                       "backends", "numba")
+    if importlib.util.find_spec("numba") is None or not os.path.isdir(src):
+        return False
+    spec = importlib.util.spec_from_file_location(
+        "dmlops.backends.numba", os.path.join(src, "__init__.py"),
+        submodule_search_locations=[src])
+    module = importlib.util.module_from_spec(spec)
+    import sys
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    registry.PREFERENCE["numba"] = spec.name
+    registry._loaded["numba"] = module
+    return True
+
+
 def _dmlops(backend: str):
     def prepare(w: Workload, data: Data) -> Bench:
+        if backend == "numba" and not _numba_backend():
+            raise Skip("the Numba kernels need numba and the source tree")
         if backend not in dmlops.backends():
             raise Skip(f"dmlops backend {backend!r} not available")
         d = inputs_of(w, data)
@@ -836,10 +862,10 @@ _FLOATS = _F({"float32", "float16"})
 _POOL = _F({"max", "max_indices", "avg", "max_grad"})
 
 IMPLS = (
-    Impl("dmlops cpu", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("cpu"), is_dmlops=True,
-         compiles=True),
+    Impl("dmlops cpu", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("cpu"), is_dmlops=True),
     Impl("dmlops reference", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("reference"),
          is_dmlops=True),
+    Impl("dmlops numba", "numba", _F(POOL_OPS + ("pad",)), _dmlops("numba"), compiles=True),
     Impl("torch NCHW", "torch", _POOL, _torch_pool("NCHW"),
          dtypes=_F({"float32", "float16", "int8", "int32"})),
     Impl("torch channels_last", "torch", _POOL, _torch_pool("channels_last"),

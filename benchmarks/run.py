@@ -233,7 +233,7 @@ def run_workload(w, data, args, report: Report, log) -> None:
     alone first, then the others interleaved (``interleaved``); then compare each result
     with the oracle's."""
     impls = [i for i in peers.implementations(w) if
-             (not i.is_dmlops or i.name.split()[-1] in args.backends) and
+             (not i.name.startswith("dmlops ") or i.name.split()[-1] in args.backends) and
              (i.quick or not args.quick)]
     # The reference backend runs first: its result is what every other implementation,
     # dmlops cpu included, is compared with. The table keeps registry order.
@@ -402,8 +402,10 @@ def targets(report: Report):
         w = rows[0].workload
         get = lambda name: next((r for r in rows if r.impl.name == name and r.median), None)
         cpu, ref = get("dmlops cpu"), get("dmlops reference")
+        earlier = get("dmlops numba")
         dm = cpu or ref
-        fast = min((r for r in rows if not r.impl.is_dmlops and r.median),
+        # the earlier Numba kernels are dmlops's own, not a peer: compared on their own
+        fast = min((r for r in rows if not r.impl.is_dmlops and r.median and r is not earlier),
                    key=lambda r: r.median, default=None)
         cells = [wid, w.title]
         if dm is None:
@@ -428,6 +430,9 @@ def targets(report: Report):
                             f" (cpu/reference {cpu.median / ref.median:.2f})")
         else:
             verdicts.append("cpu vs reference: n/a")
+        if cpu is not None and earlier is not None:
+            verdicts.append(("met" if cpu.median <= earlier.median else "MISSED") +
+                            f" (C++/Numba {cpu.median / earlier.median:.2f})")
         lines.append(cells + [f"{1e3 * dm.median:.2f}{who}", f"{pct:.0f}", peer_cell,
                               w.target, "; ".join(verdicts)])
     return lines
@@ -530,8 +535,9 @@ def main(argv=None) -> int:
                     help="fewer repeats, no slow baselines or secondary layouts (under 2 minutes)")
     ap.add_argument("--workloads", help="comma-separated ids (1i, 5r) or groups (1 = 1, 1i)")
     ap.add_argument("--markdown", action="store_true", help="print a markdown document")
-    ap.add_argument("--backends", default="cpu,reference",
-                    help="dmlops backends to time (default cpu,reference)")
+    ap.add_argument("--backends", default="cpu,reference,numba",
+                    help="dmlops backends to time (default cpu,reference,numba: numba is the "
+                         "earlier kernels, from the source tree, where Numba is installed)")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds of timed repeats per row (default 1.5, 0.05 with --quick)")
     ap.add_argument("--seed", type=int, default=0)

@@ -550,3 +550,60 @@ def test_many_rows_per_task(layout):
 # --- what calls keep for later calls ------------------------------------------------------
 
 
+
+
+@st.composite
+def long_rows(draw):
+    """Rows long enough for the register paths (16 lanes, two vectors side by side), with
+    windows, strides 1 and 2, dilations and paddings that leave borders on both sides."""
+    k = draw(st.integers(1, 3))
+    spatial = [draw(st.integers(1, 4)) for _ in range(k - 1)] + [draw(st.integers(16, 90))]
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + tuple(spatial)
+    window = tuple(draw(st.integers(1, 4)) for _ in range(k))
+    strides = tuple(draw(st.integers(1, 2)) for _ in range(k))
+    dil = tuple(draw(st.integers(1, 2)) for _ in range(k))
+    start = tuple(draw(st.integers(0, 2)) for _ in range(k))
+    end = [draw(st.integers(0, 2)) for _ in range(k)]
+    for i in range(k):
+        end[i] += max(0, (window[i] - 1) * dil[i] + 1 - (spatial[i] + start[i] + end[i]))
+    kw = dict(strides=strides, start_padding=start, end_padding=tuple(end), dilations=dil)
+    return shape, window, kw
+
+
+@settings(max_examples=25)
+@given(case=long_rows(), dtype=st.sampled_from([np.float32, np.float16, np.float64, np.int8,
+                                                np.uint16, np.int64]),
+       seed=st.integers(0, 2**31), layout=st.sampled_from(["c", "reversed", "stepped"]))
+def test_register_paths_bitwise(case, dtype, seed, layout):
+    """Max pooling (values, indices, the gradient's argmax) and the summing operators over
+    rows long enough for the register paths, against the reference: same bits."""
+    shape, window, kw = case
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        data = rng.integers(-3, 3, shape).astype(dtype)
+        flat = data.reshape(-1)
+        flat[rng.integers(0, flat.size, 3)] = [np.nan, -0.0, np.inf]
+    else:
+        data = rng.integers(0, 4, shape).astype(dtype)
+    x = {"c": data, "reversed": np.ascontiguousarray(data[..., ::-1])[..., ::-1],
+         "stepped": np.repeat(data, 2, axis=-1)[..., ::2]}[layout]
+    for indices in (False, True):
+        got = dml.max_pooling(x, window, output_indices=indices, backend="cpu", **kw)
+        want = dml.max_pooling(x, window, output_indices=indices, backend="reference", **kw)
+        for g, w in zip(*((got, want) if indices else ((got,), (want,)))):
+            assert _same(g, w)
+    if np.dtype(dtype).kind == "f":
+        for incl in (False, True):
+            assert _same(dml.average_pooling(x, window, include_padding=incl, backend="cpu",
+                                             **kw),
+                         dml.average_pooling(x, window, include_padding=incl,
+                                             backend="reference", **kw))
+        y = dml.max_pooling(x, window, backend="reference", **kw)
+        dy = rng.standard_normal(y.shape).astype(dtype)
+        assert _same(dml.max_pooling_grad(x, dy, window, backend="cpu", **kw),
+                     dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
+    if dtype == np.int8:
+        xq = (x.astype(np.int16) * 40 + 7).astype(np.uint8)
+        args = (xq, 0.02, 100, 0.03, 90, window)
+        assert _same(dml.quantized_linear_average_pooling(*args, backend="cpu", **kw),
+                     dml.quantized_linear_average_pooling(*args, backend="reference", **kw))

@@ -22,8 +22,15 @@ void average_pool(const SumPoolCall& c) {
   with_float_type(c.x.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    sum_pool<T, A>(c, [&](const int64_t*, int64_t yoff, A sum, int64_t, int64_t divisor) {
-      store(c.y.template at<T>(yoff), average_of<T, A>(sum, divisor));
+    const int64_t ys = c.y.strides[c.y.rank - 1];
+    sum_pool<T, A>(c, [&](const int64_t*, int64_t yrow, int64_t t0, int64_t n, const A* sums,
+                          const int64_t*, const int64_t* divisor) {
+      T* y = c.y.template at<T>(yrow + t0 * ys);
+      if (ys == 1) {  // (a loop the compiler vectorises)
+        for (int64_t i = 0; i < n; ++i) y[i] = average_of<T, A>(sums[i], divisor[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) y[i * ys] = average_of<T, A>(sums[i], divisor[i]);
+      }
     });
   });
 }
@@ -32,12 +39,28 @@ namespace {
 template <class X, class Y, class A>
 void quantized(const SumPoolCall& c) {
   const Quantization& q = c.q;
-  sum_pool<X, A>(c, [&](const int64_t* o, int64_t yoff, A sum, int64_t real, int64_t divisor) {
-    int64_t ch = channel_of(q, o);
-    // sum of (x - zp_in) over the real elements, exactly
-    int64_t centred = int64_t(sum) - real * q.zp_in[ch];
-    store(c.y.template at<Y>(yoff),
-          requantize<Y>(centred, divisor, q.s_in[ch], q.s_out[ch], q.zp_out[ch]));
+  const int last = c.y.rank - 1;
+  const int64_t ys = c.y.strides[last];
+  // per channel along the last dimension (channels-last data), the channel is the output's
+  const bool by_lane = q.count > 1 && q.channel_dim == last;
+  sum_pool<X, A>(c, [&](const int64_t* o, int64_t yrow, int64_t t0, int64_t n, const A* sums,
+                        const int64_t* real, const int64_t* divisor) {
+    Y* y = c.y.template at<Y>(yrow + t0 * ys);
+    const int64_t row_ch = by_lane ? 0 : channel_of(q, o);
+    if (!by_lane && ys == 1) {  // one channel's parameters: a loop the compiler vectorises
+      const A zp = A(q.zp_in[row_ch]);
+      const float s_in = q.s_in[row_ch], s_out = q.s_out[row_ch];
+      const int64_t zp_out = q.zp_out[row_ch];
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = requantize<Y>(sums[i] - A(real[i]) * zp, divisor[i], s_in, s_out, zp_out);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t ch = by_lane ? t0 + i : row_ch;
+      // the sum of (x - zp_in) over the real elements, exactly
+      int64_t centred = int64_t(sums[i]) - real[i] * q.zp_in[ch];
+      y[i * ys] = requantize<Y>(centred, divisor[i], q.s_in[ch], q.s_out[ch], q.zp_out[ch]);
+    }
   });
 }
 

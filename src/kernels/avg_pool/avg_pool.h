@@ -48,18 +48,19 @@ template <> inline Half average_of<Half, float>(float sum, int64_t divisor) {
   return Half{half_of(r)};
 }
 
-// SPEC 3.3's requantization of `sum` = the sum of (x - zp_in) over `divisor` positions.
+// SPEC 3.3's requantization of `sum` = the sum of (x - zp_in) over `divisor` positions,
+// without branches (so loops of it vectorise); a zero divisor gives zp_out.
 template <class T> inline T requantize(int64_t sum, int64_t divisor, float s_in, float s_out,
                                        int64_t zp_out) {
-  if (divisor == 0) return T(zp_out);
   float t = float(sum) * s_in;
-  t = t / float(divisor);
+  t = t / float(divisor > 0 ? divisor : 1);
   t = t / s_out;
   double q = double(std::nearbyint(t)) + double(zp_out);
   const double lo = double(std::numeric_limits<T>::min());
   const double hi = double(std::numeric_limits<T>::max());
-  q = q < lo ? lo : (q > hi ? hi : q);
-  return T(q);
+  q = q < lo ? lo : q;
+  q = q > hi ? hi : q;
+  return T(divisor > 0 ? q : double(zp_out));
 }
 
 // Which of a quantization's 1 or C values the output at coordinates o uses.

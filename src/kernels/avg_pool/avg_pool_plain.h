@@ -6,8 +6,9 @@
 
 namespace dmlops {
 
-// fn(output coordinates, output offset, sum of the window's real elements, real count,
-// divisor) for every output; A is the accumulator type.
+// finish(coordinates, offset of the output row, o, 1, &sum, &real, &divisor) for every
+// output o (the last coordinate), with the sum of its window's real elements, their count
+// and its divisor; A is the accumulator type.
 template <class T, class A, class F>
 void sum_pool_plain(const SumPoolCall& c, F&& finish) {
   const int rank = c.x.rank, k = rank - 2;
@@ -47,7 +48,8 @@ void sum_pool_plain(const SumPoolCall& c, F&& finish) {
         }
         if (i < 0) break;
       }
-      finish(o, yoff, sum, any ? real : 0, divisor);
+      const int64_t at = o[rank - 1], none = 0;
+      finish(o, yoff - at * c.y.strides[rank - 1], at, 1, &sum, any ? &real : &none, &divisor);
     }
   });
 }

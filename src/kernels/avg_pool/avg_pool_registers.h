@@ -48,7 +48,9 @@ template <class T, class A> struct SumLanes {
   }
 };
 
-// The sums of outputs [va, vb) (vb - va a multiple of L) of one row; fn(o, sum) for each.
+// The sums of outputs [va, vb) (at least L of them) of one row; fn(o, sum) for each. The
+// last vector ends at vb, overlapping the one before where vb - va is no multiple of L (those
+// outputs are summed twice, to the same bits).
 template <class T, class A, class F>
 void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
                         int64_t rows, int64_t va, int64_t vb, F&& fn) {
@@ -77,7 +79,8 @@ void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoff
     for (int i = 0; i < L; ++i) fn(o + i, sum0[i]);
     for (int i = 0; i < L; ++i) fn(o + L + i, sum1[i]);
   }
-  for (; o + L <= vb; o += L) {
+  if (o < vb && o + L > vb) o = vb - L;
+  for (; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
     const int64_t c0 = o * s - dl.start;
     VA sum{};
     for (int64_t m = 0; m < rows; ++m)

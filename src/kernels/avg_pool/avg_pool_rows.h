@@ -13,7 +13,9 @@ namespace dmlops {
 template <class T, class A>
 struct SumTile {
   A acc[kRowTile];
-  float wide[kRowTile];  // FLOAT16 widened
+  int64_t real[kRowTile];     // the real elements' count of each output
+  int64_t divisor[kRowTile];  // and its divisor
+  float wide[kRowTile];       // FLOAT16 widened
 
   template <int64_t kStep>
   inline void add(int64_t n, const T* p, int64_t step, A* a) {
@@ -60,7 +62,8 @@ struct SumTile {
   }
 };
 
-// fn(output coordinates, output offset, sum, real count, divisor) for every output.
+// finish(row coordinates, offset of the output row, t0, n, sums, real counts, divisors) for
+// each tile [t0, t0 + n) of every output row.
 template <class T, class A, class F>
 void sum_pool_rows(const SumPoolCall& c, F&& finish) {
   const int rank = c.x.rank, last = rank - 1, k = rank - 2;
@@ -87,11 +90,14 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
         real_lead *= geo.lead_real(i, o[i + 2]);
         div_lead *= c.include_padding ? geo.lead_padded(i, o[i + 2]) : geo.lead_real(i, o[i + 2]);
       }
-      auto done = [&](int64_t out, A sum) {
-        o[last] = out;
-        int64_t div = div_lead * (c.include_padding ? geo.last_padded(out) : geo.last_real(out));
-        finish(o, yoff + out * c.y.strides[last], sum, real_lead * geo.last_real(out), div);
-      };
+      const int64_t n = t.t1 - t.t0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t out = t.t0 + i;
+        s->real[i] = real_lead * geo.last_real(out);
+        s->divisor[i] = div_lead * (c.include_padding ? geo.last_padded(out) : geo.last_real(out));
+      }
+      A* sums = s->acc - t.t0;  // indexed by output position
+      auto done = [&](int64_t out, A sum) { sums[out] = sum; };
       int64_t rows = 0;
       geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
         if (rows < kMostRegisterOffsets) xoffs[rows] = xoff;
@@ -101,14 +107,14 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
         int64_t va = geo.interior().lo > t.t0 ? geo.interior().lo : t.t0;
         int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;
         constexpr int L = SumLanes<T, A>::L;
-        vb = vb - va < L ? va : va + (vb - va) / L * L;
-        if (vb == va) va = vb = t.t0;
+        if (vb - va < L) va = vb = t.t0;
         sum_pool_registers<T, A>(c, dl, xoffs, rows, va, vb, done);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, done);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, done);
+        o[last] = t.t0;
+        finish(o, yoff, t.t0, n, s->acc, s->real, s->divisor);
         continue;
       }
-      const int64_t n = t.t1 - t.t0;
       for (int64_t i = 0; i < n; ++i) s->acc[i] = A(0);
       const int64_t xs = c.x.strides[last];
       geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
@@ -122,7 +128,8 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
               s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * xs), dl.stride * xs);
             });
       });
-      for (int64_t i = 0; i < n; ++i) done(t.t0 + i, s->acc[i]);
+      o[last] = t.t0;
+      finish(o, yoff, t.t0, n, s->acc, s->real, s->divisor);
     }
     delete s;
   });

@@ -54,3 +54,41 @@ template <class T> inline T load(const T* p) { return *p; }
 template <class T> inline void store(T* p, T v) { *p = v; }
 
 }  // namespace dmlops
+
+namespace dmlops {
+
+// Walks the element offsets of dims [first, rank) of a tensor in row-major order, one step
+// at a time (no divisions): for (Walk w(t, 2, base); w.more(); w.next()) use(w.offset).
+class Walk {
+ public:
+  Walk(const Tensor& t, int first, int64_t base)
+      : t_(t), first_(first), offset(base), left_(1) {
+    for (int d = first; d < t.rank; ++d) {
+      i_[d] = 0;
+      left_ *= t.sizes[d];
+    }
+  }
+  bool more() const { return left_ > 0; }
+  void next() {
+    --left_;
+    for (int d = t_.rank - 1; d >= first_; --d) {
+      offset += t_.strides[d];
+      if (++i_[d] < t_.sizes[d]) return;
+      offset -= i_[d] * t_.strides[d];
+      i_[d] = 0;
+    }
+  }
+
+ private:
+  const Tensor& t_;
+  int first_;
+
+ public:
+  int64_t offset;
+
+ private:
+  int64_t left_;
+  int64_t i_[kMaxRank];
+};
+
+}  // namespace dmlops

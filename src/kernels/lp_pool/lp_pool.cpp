@@ -4,14 +4,18 @@
 
 #include <limits>
 
-#include "avg_pool/avg_pool.h"
 #include "common/dispatch.h"
+#include "common/half.h"
 #include "common/nan.h"
 #include "common/threads.h"
 
 namespace dmlops {
 
 namespace {
+
+// |x| in float64, exactly
+template <class T> inline double magnitude(T v) { return std::fabs(double(v)); }
+template <> inline double magnitude<Half>(Half v) { return std::fabs(double(half_to_float(v.bits))); }
 
 template <class T> inline T narrow_from(double v);
 template <> inline float narrow_from<float>(double v) { return canonical(float(v)); }
@@ -61,8 +65,7 @@ void lp(const LpPoolCall& c) {
       double m = 0;
       bool nan = false;
       for_each_real(c.x, c.w, o, [&](int64_t xoff) {
-        double a = std::fabs(double(widen<float>(load(c.x.template at<T>(xoff)))));
-        if constexpr (std::is_same_v<T, double>) a = std::fabs(load(c.x.template at<T>(xoff)));
+        double a = magnitude(load(c.x.template at<T>(xoff)));
         nan = nan || a != a;
         m = a > m ? a : m;
       });
@@ -72,9 +75,7 @@ void lp(const LpPoolCall& c) {
       } else if (m > 0 && m <= std::numeric_limits<double>::max()) {
         double total = 0;
         for_each_real(c.x, c.w, o, [&](int64_t xoff) {
-          double a = std::fabs(double(widen<float>(load(c.x.template at<T>(xoff)))));
-          if constexpr (std::is_same_v<T, double>) a = std::fabs(load(c.x.template at<T>(xoff)));
-          total += power(a / m, p);
+          total += power(magnitude(load(c.x.template at<T>(xoff))) / m, p);
         });
         r = m * power(total, root);
       }

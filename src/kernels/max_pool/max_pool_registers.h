@@ -7,7 +7,7 @@
 // Precondition (register_path): the input's last dimension packed (stride 1), the window's
 // stride along it 1 or 2, at most kMostRegisterOffsets window rows for the row and at most 64
 // offsets along the last dimension; the outputs taken are the row's interior (every offset
-// real), L at a time.
+// real), at least L of them.
 #pragma once
 #include <limits>
 #include <type_traits>
@@ -81,7 +81,9 @@ void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& 
     }
     return best;
   };
-  for (int64_t o = va; o + L <= vb; o += L) {
+  // whole vectors from va; the last one ends at vb, overlapping the one before it where
+  // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
+  for (int64_t o = va; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
     const int64_t c0 = o * s - dl.start;  // input coordinate of lane 0 at offset 0
     // each window row's best first, then the rows in order: the same winner as one offset
     // at a time (the first of the best), with shorter chains of dependent comparisons

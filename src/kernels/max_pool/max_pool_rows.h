@@ -103,12 +103,12 @@ inline bool register_path(const MaxPoolCall& c, const RowGeometry& geo, int64_t 
          dl.window <= 64 && rows >= 1 && rows <= kMostRegisterOffsets;
 }
 
-// The outputs of [t0, t1) the register path takes whole vectors of: the interior's.
+// The outputs of [t0, t1) the register path takes: the interior's, if it has a vector's worth.
 inline Span register_outputs(const RowGeometry& geo, int64_t t0, int64_t t1, int lanes) {
   int64_t va = geo.interior().lo > t0 ? geo.interior().lo : t0;
   int64_t vb = geo.interior().hi < t1 ? geo.interior().hi : t1;
   if (vb - va < lanes) return Span{t0, t0};
-  return Span{va, va + (vb - va) / lanes * lanes};
+  return Span{va, vb};
 }
 
 template <class T, bool kIndices>

@@ -30,16 +30,15 @@ struct PlaneSums {
   }
   template <class T>
   void write(const Tensor& dx, int64_t plane) {
-    const int rank = dx.rank;
     int64_t base = (plane / dx.sizes[1]) * dx.strides[0] + (plane % dx.sizes[1]) * dx.strides[1];
-    for (int64_t e = 0; e < n; ++e) {
-      int64_t off = base + offset_of(e, rank - 2, dx.sizes + 2, dx.strides + 2);
+    int64_t e = 0;
+    for (Walk w(dx, 2, base); w.more(); w.next(), ++e) {
       T v;
       if constexpr (std::is_same_v<A, double>)
         v = narrow_double(acc[e]);
       else
         v = narrow_from_acc<T>(acc[e]);
-      store(dx.template at<T>(off), v);
+      store(dx.template at<T>(w.offset), v);
     }
   }
   int64_t n;
@@ -66,13 +65,10 @@ void max_grad(const MaxGradCall& c) {
       int64_t dyb = n * c.dy.strides[0] + ch * c.dy.strides[1];
       int64_t ab = n * c.arg.strides[0] + ch * c.arg.strides[1];
       uint64_t first = uint64_t(plane * in_plane);
-      for (int64_t o = 0; o < out_plane; ++o) {
-        uint64_t a = load(c.arg.template at<uint64_t>(
-            ab + offset_of(o, c.arg.rank - 2, c.arg.sizes + 2, c.arg.strides + 2)));
+      for (Walk wa(c.arg, 2, ab), wg(c.dy, 2, dyb); wa.more(); wa.next(), wg.next()) {
+        uint64_t a = load(c.arg.template at<uint64_t>(wa.offset));
         if (a == c.empty) continue;
-        T g = load(c.dy.template at<T>(
-            dyb + offset_of(o, c.dy.rank - 2, c.dy.sizes + 2, c.dy.strides + 2)));
-        sums.acc[a - first] += widen<A>(g);
+        sums.acc[a - first] += widen<A>(load(c.dy.template at<T>(wg.offset)));
       }
       sums.template write<T>(c.dx, plane);
     }

@@ -11,7 +11,7 @@ namespace {
 
 template <class V, class I>
 void unpool(const UnpoolCall& c) {
-  const int64_t outputs = c.y.count(), inputs = c.x.count();
+  const int64_t outputs = c.y.count();
   const bool packed_y = [&] {
     int64_t step = 1;
     for (int d = c.y.rank - 1; d >= 0; --d) {
@@ -24,17 +24,17 @@ void unpool(const UnpoolCall& c) {
     return c.y.template at<V>(packed_y ? flat : offset_of(flat, c.y.rank, c.y.sizes, c.y.strides));
   };
   int shares = c.threads;
-  parallel_for(shares, double(outputs + inputs) * shares, shares, [&](int64_t s0, int64_t s1) {
+  parallel_for(shares, double(outputs + c.x.count()) * shares, shares,
+               [&](int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; ++s) {
       int64_t lo = outputs * s / shares, hi = outputs * (s + 1) / shares;
       for (int64_t f = lo; f < hi; ++f) store(y_at(f), V(0));
-      for (int64_t i = 0; i < inputs; ++i) {
-        I at = load(c.indices.template at<I>(
-            offset_of(i, c.indices.rank, c.indices.sizes, c.indices.strides)));
+      for (Walk wi(c.indices, 0, 0), wx(c.x, 0, 0); wi.more(); wi.next(), wx.next()) {
+        I at = load(c.indices.template at<I>(wi.offset));
         if (c.skip_empty && uint64_t(at) == c.empty) continue;
         int64_t f = int64_t(at);
         if (f < lo || f >= hi) continue;
-        store(y_at(f), load(c.x.template at<V>(offset_of(i, c.x.rank, c.x.sizes, c.x.strides))));
+        store(y_at(f), load(c.x.template at<V>(wx.offset)));
       }
     }
   });

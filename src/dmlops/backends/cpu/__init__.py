@@ -75,14 +75,23 @@ def _threads() -> int:
     return get_num_threads()
 
 
-def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+def _max_layout(x, window, strides, start, dilations, *outputs):
+    """The pitch, window and views max pooling and its gradient's argmax run with:
+    channels-last inputs with the channels innermost (the pitch keeps flat indices in the
+    caller's order)."""
     pitch = _pitch(x.shape)
     if _channels_last(x):
         window, strides, start, _, dilations = _window_cl(window, strides, start, start,
                                                           dilations)
         pitch = [pitch[0], 0] + pitch[2:] + [pitch[1]]
-        x, y = _to_channels_last(x), _to_channels_last(y)
-        indices = None if indices is None else _to_channels_last(indices)
+        x = _to_channels_last(x)
+        outputs = tuple(None if a is None else _to_channels_last(a) for a in outputs)
+    return (pitch, x, window, strides, start, dilations) + outputs
+
+
+def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+    pitch, x, window, strides, start, dilations, y, indices = _max_layout(
+        x, window, strides, start, dilations, y, indices)
     with _Writable(y, indices) as (y, indices):
         kernels().max_pool(_readable(x), y, indices, window, strides, start, dilations, pitch,
                            ALL_ONES, _threads(), FORCE_PLAIN)
@@ -131,16 +140,11 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
 def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     # the argmax of every window (flat indices, as max pooling gives them), then the scatter
     arg = np.empty(dy.shape, np.uint64)
-    max_pooling_indices = arg
-    pitch = _pitch(x.shape)
-    if _channels_last(x):
-        window, strides, start, _, dilations = _window_cl(window, strides, start, start,
-                                                          dilations)
-        pitch = [pitch[0], 0] + pitch[2:] + [pitch[1]]
-        x, max_pooling_indices = _to_channels_last(x), _to_channels_last(arg)
+    pitch, x, window, strides, start, dilations, arg_view = _max_layout(
+        x, window, strides, start, dilations, arg)
     k = kernels()
-    k.max_pool(_readable(x), None, max_pooling_indices, window, strides, start, dilations,
-               pitch, ALL_ONES, _threads(), FORCE_PLAIN)
+    k.max_pool(_readable(x), None, arg_view, window, strides, start, dilations, pitch,
+               ALL_ONES, _threads(), FORCE_PLAIN)
     with _Writable(dx) as (dx,):
         k.max_pool_grad(_readable(dy), arg, dx, ALL_ONES, _threads())
 
