@@ -45,7 +45,8 @@ class Held {
     held_ = true;
     Tensor t;
     t.dtype = dtype_of(view_.format, view_.itemsize);
-    if (view_.ndim > dmlops::kMaxRank) throw std::invalid_argument("dmlops kernels: rank too large");
+    if (view_.ndim > dmlops::kMaxRank)
+      throw std::invalid_argument("dmlops kernels: rank too large");
     t.rank = view_.ndim;
     t.data = static_cast<char*>(view_.buf);
     if (reinterpret_cast<uintptr_t>(t.data) % view_.itemsize != 0)

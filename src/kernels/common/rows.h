@@ -59,7 +59,8 @@ class RowGeometry {
       }
       return first;
     };
-    for (int i = 0; i < lead_; ++i) lead_pos_[i] = positions(dim_of(w, i, x.sizes[i + 2]), y.sizes[i + 2]);
+    for (int i = 0; i < lead_; ++i)
+      lead_pos_[i] = positions(dim_of(w, i, x.sizes[i + 2]), y.sizes[i + 2]);
     last_pos_ = positions(last_, ow_);
     last_spans_ = at;
     if (tabulated_)

@@ -31,8 +31,8 @@ void roi(const RoiPoolCall& c) {
           roi_bin(pw, pw_n, rw, g[1], w, &w0, &w1);
           T best = bit_cast<T>(typename K::Key(0));
           if (h0 < h1 && w0 < w1) {
-            typename K::Key kb = K::key(load(c.x.template at<T>(base + h0 * c.x.strides[2] + w0 * c.x.strides[3])));
             best = load(c.x.template at<T>(base + h0 * c.x.strides[2] + w0 * c.x.strides[3]));
+            typename K::Key kb = K::key(best);
             for (int64_t yy = h0; yy < h1; ++yy)
               for (int64_t xx = w0; xx < w1; ++xx) {
                 T v = load(c.x.template at<T>(base + yy * c.x.strides[2] + xx * c.x.strides[3]));
