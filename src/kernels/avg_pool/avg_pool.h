@@ -34,10 +34,6 @@ struct SumPoolCall {
 void average_pool(const SumPoolCall& call);
 void quantized_average_pool(const SumPoolCall& call);
 
-// The accumulator's value of an element: exact widening (FLOAT16 to float).
-template <class A, class T> inline A widen(T v) { return A(v); }
-template <> inline float widen<float, Half>(Half v) { return half_to_float(v.bits); }
-
 // An average's result in the output type: +0.0 for a zero divisor, NaN canonical (SPEC 5).
 template <class T, class A> inline T average_of(A sum, int64_t divisor) {
   A r = divisor > 0 ? sum / A(divisor) : A(0);

@@ -12,6 +12,11 @@
 
 namespace dmlops {
 
+// FLOAT16 travels as its bits (uint16_t) through a distinct type, so it is not taken for UINT16.
+struct Half {
+  uint16_t bits;
+};
+
 template <class To, class From> inline To bit_cast(From v) {
   static_assert(sizeof(To) == sizeof(From));
   To out;
@@ -80,6 +85,10 @@ inline uint16_t double_to_half(double d) {
   }
   return float_to_half(f);
 }
+
+// An element's value in an accumulator of type A: exact widening (FLOAT16 to float too).
+template <class A, class T> inline A widen(T v) { return A(v); }
+template <> inline float widen<float, Half>(Half v) { return half_to_float(v.bits); }
 
 // Rows of halves to floats and back (the compiler vectorises the F16C forms).
 inline void halves_to_floats(const uint16_t* src, float* dst, int64_t n) {

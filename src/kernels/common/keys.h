@@ -48,10 +48,6 @@ template <> struct MaxKey<double> : FloatKey<uint64_t, int64_t> {
   static Key key_raw(double v) { return key(v); }
 };
 
-// FLOAT16 travels as its bits (uint16_t) through a distinct type, so it is not taken for UINT16.
-struct Half {
-  uint16_t bits;
-};
 template <> struct MaxKey<Half> : FloatKey<uint16_t, int16_t> {
   using Raw = uint16_t;
   static Key key(Half v) { return key_of_bits(v.bits, uint16_t(0x7C00u)); }

@@ -4,8 +4,8 @@
 #include <new>
 #include <type_traits>
 
-#include "avg_pool/avg_pool.h"
 #include "common/dispatch.h"
+#include "common/half.h"
 #include "common/nan.h"
 #include "common/threads.h"
 
