@@ -20,10 +20,10 @@
 
 namespace dmlops {
 
-// The lanes and their comparison for values of type T (Raw: as stored).
-template <class T> struct MaxLanes {
+// L lanes of values of type T (Raw: as stored) and their comparison.
+template <class T, int kLanes> struct MaxLanes {
   using Raw = typename MaxKey<T>::Raw;
-  static constexpr int L = 16;
+  static constexpr int L = kLanes;
   using V = Vec<Raw, L>;
   using M = Vec<MaskOf<Raw>, L>;
   static M better(V c, V b) {
@@ -52,10 +52,10 @@ struct RegisterRow {
   int64_t rows;         // how many
 };
 
-template <class T, bool kIndices>
+template <class T, bool kIndices, int kLanes>
 void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r, int64_t va,
                         int64_t vb, int64_t yoff, int64_t ioff) {
-  using Lanes = MaxLanes<T>;
+  using Lanes = MaxLanes<T, kLanes>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
   using N = Vec<int32_t, Lanes::L>;

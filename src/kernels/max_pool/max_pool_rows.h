@@ -144,8 +144,14 @@ void max_pool_rows(const MaxPoolCall& c) {
       });
       if (register_path(c, geo, rows)) {
         const RegisterRow r{xoffs, foffs, rows};
-        const Span fast = register_outputs(geo, task.t0, task.t1, MaxLanes<T>::L);
-        max_pool_registers<T, kIndices>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+        // 32 lanes of 1- and 2-byte values fill a 64-byte register, where the row has as many
+        Span fast = register_outputs(geo, task.t0, task.t1, 32);
+        if (sizeof(Raw) <= 2 && fast.hi - fast.lo >= 32) {
+          max_pool_registers<T, kIndices, 32>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+        } else {
+          fast = register_outputs(geo, task.t0, task.t1, 16);
+          max_pool_registers<T, kIndices, 16>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+        }
         max_pool_row_outputs<T, kIndices>(c, geo, r, task.t0, fast.lo, yoff, ioff);
         max_pool_row_outputs<T, kIndices>(c, geo, r, fast.hi, task.t1, yoff, ioff);
         continue;
