@@ -336,6 +336,8 @@ def environment(args) -> list:
         nb = f"numba {numba.__version__} ({numba.config.NUMBA_NUM_THREADS} threads)"
     except ImportError:
         nb = "numba not installed"
+    if "numba" in args.backends:
+        peers._numba_backend()       # the earlier kernels, registered where Numba is installed
     available = dmlops.backends()
     timed = ", ".join(b if b in available else f"{b} (not available: skipped)"
                       for b in args.backends)

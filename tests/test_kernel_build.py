@@ -12,7 +12,8 @@ import dmlops as dml
 from dmlops.backends import cpu
 from dmlops.backends.cpu import _levels
 
-FMA = ("vfmadd", "vfmsub", "vfnmadd", "vfnmsub", "fmadd", "fmsub")   # x86 and aarch64
+FMA = ("vfmadd", "vfmsub", "vfnmadd", "vfnmsub",                  # x86
+       "fmadd", "fmsub", "fnmadd", "fnmsub", "fmla", "fmls")          # aarch64
 
 
 def _disassembly(path) -> str:
