@@ -51,7 +51,12 @@ void quantized(const SumPoolCall& c) {
       const A zp = A(q.zp_in[row_ch]);
       const float s_in = q.s_in[row_ch], s_out = q.s_out[row_ch];
       const int64_t zp_out = q.zp_out[row_ch];
-      for (int64_t i = 0; i < n; ++i)
+      int64_t i = 0;
+      if constexpr (std::is_same_v<A, int32_t>)
+        for (; i + 16 <= n; i += 16)
+          requantize16<Y>(sums + i, real + i, divisor + i, zp, s_in, s_out, int32_t(zp_out),
+                          y + i);
+      for (; i < n; ++i)
         y[i] = requantize<Y>(sums[i] - A(real[i]) * zp, divisor[i], s_in, s_out, zp_out);
       return;
     }

@@ -8,6 +8,7 @@
 #include "common/half.h"
 #include "common/keys.h"
 #include "common/nan.h"
+#include "common/simd.h"
 #include "common/tensor.h"
 #include "common/window.h"
 
@@ -57,6 +58,32 @@ template <class T> inline T requantize(int64_t sum, int64_t divisor, float s_in,
   q = q < lo ? lo : q;
   q = q > hi ? hi : q;
   return T(divisor > 0 ? q : double(zp_out));
+}
+
+// requantize for 16 outputs of one channel at once (32-bit sums): the same arithmetic, with
+// round-half-to-even done by adding and taking away 1.5 * 2^23 once t is clamped to +-1024
+// (beyond that every result clamps to the type's range anyway: |zp_out| <= 255).
+template <class T>
+inline void requantize16(const int32_t* sum, const int64_t* real, const int64_t* divisor,
+                         int32_t zp_in, float s_in, float s_out, int32_t zp_out, T* y) {
+  using VI = Vec<int32_t, 16>;
+  using VF = Vec<float, 16>;
+  using VL = Vec<int64_t, 16>;
+  VI div = __builtin_convertvector(load_vec<VL>(divisor), VI);
+  VI centred = load_vec<VI>(sum) - __builtin_convertvector(load_vec<VL>(real), VI) * zp_in;
+  VF t = __builtin_convertvector(centred, VF) * s_in;
+  t = t / __builtin_convertvector(div > 0 ? div : VI{} + 1, VF);
+  t = t / s_out;
+  t = t < -1024.0f ? VF{} - 1024.0f : t;
+  t = t > 1024.0f ? VF{} + 1024.0f : t;
+  const float magic = 12582912.0f;  // 1.5 * 2^23
+  VF r = (t + magic) - magic;
+  VI q = __builtin_convertvector(r, VI) + zp_out;
+  const int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  q = q < lo ? VI{} + lo : q;
+  q = q > hi ? VI{} + hi : q;
+  q = div > 0 ? q : VI{} + zp_out;
+  store_vec(y, __builtin_convertvector(q, Vec<T, 16>));
 }
 
 // Which of a quantization's 1 or C values the output at coordinates o uses.

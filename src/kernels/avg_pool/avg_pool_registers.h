@@ -13,7 +13,7 @@
 #include "common/rows.h"
 #include "common/simd.h"
 
-#if defined(__AVX512F__) || defined(__F16C__)
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -42,18 +42,38 @@ template <class T, class A> struct SumLanes {
       for (int i = 0; i < L; ++i) out[i] = half_to_float(v[i]);
 #endif
       return out;
+    } else if constexpr (sizeof(Raw) == 1 && sizeof(A) == 4) {
+      // (GCC 12 builds this conversion from byte extractions in these loops: said explicitly)
+      VA out;
+#if defined(__AVX512F__)
+      __m128i b;
+      std::memcpy(&b, &v, sizeof b);
+      __m512i w = std::is_signed_v<Raw> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+      std::memcpy(&out, &w, sizeof out);
+#elif defined(__AVX2__)
+      __m128i b;
+      std::memcpy(&b, &v, sizeof b);
+      __m256i w[2];
+      w[0] = std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+      b = _mm_srli_si128(b, 8);
+      w[1] = std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+      std::memcpy(&out, w, sizeof out);
+#else
+      out = __builtin_convertvector(v, VA);
+#endif
+      return out;
     } else {
       return __builtin_convertvector(v, VA);
     }
   }
 };
 
-// The sums of outputs [va, vb) (at least L of them) of one row; fn(o, sum) for each. The
+// The sums of outputs [va, vb) (at least L of them) of one row into sums[o - first]. The
 // last vector ends at vb, overlapping the one before where vb - va is no multiple of L (those
 // outputs are summed twice, to the same bits).
-template <class T, class A, class F>
-void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
-                        int64_t rows, int64_t va, int64_t vb, F&& fn) {
+template <class T, class A, int kStep>
+void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
+                           int64_t rows, int64_t va, int64_t vb, A* sums, int64_t first) {
   using Lanes = SumLanes<T, A>;
   using Raw = typename Lanes::Raw;
   using VA = typename Lanes::VA;
@@ -61,9 +81,7 @@ void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoff
   const Raw* x = c.x.template at<Raw>(0);
   const int64_t s = dl.stride, w = dl.window, d = dl.dilation, in = dl.in;
   auto load = [&](const Raw* row, int64_t at) {
-    // (two loads for stride 2 read one element past the last lane: not past the row)
-    return Lanes::widen_lanes((s == 2 && at + 2 * L > in) ? load_each<Raw, L>(row + at, 2)
-                                                          : load_strided<Raw, L>(row + at, s));
+    return Lanes::widen_lanes(load_row<Raw, L, kStep>(row, at, in));
   };
   int64_t o = va;
   for (; o + 2 * L <= vb; o += 2 * L) {
@@ -76,8 +94,8 @@ void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoff
         sum1 += load(row, c1 + j * d);
       }
     }
-    for (int i = 0; i < L; ++i) fn(o + i, sum0[i]);
-    for (int i = 0; i < L; ++i) fn(o + L + i, sum1[i]);
+    store_vec(sums + (o - first), sum0);
+    store_vec(sums + (o - first) + L, sum1);
   }
   if (o < vb && o + L > vb) o = vb - L;
   for (; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
@@ -85,14 +103,23 @@ void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoff
     VA sum{};
     for (int64_t m = 0; m < rows; ++m)
       for (int64_t j = 0; j < w; ++j) sum += load(x + xoffs[m], c0 + j * d);
-    for (int i = 0; i < L; ++i) fn(o + i, sum[i]);
+    store_vec(sums + (o - first), sum);
   }
 }
 
-// The sums of outputs [a, b) of the same row one at a time (borders and leftovers).
-template <class T, class A, class F>
+template <class T, class A>
+void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
+                        int64_t rows, int64_t va, int64_t vb, A* sums, int64_t first) {
+  if (dl.stride == 1)
+    sum_pool_registers_by<T, A, 1>(c, dl, xoffs, rows, va, vb, sums, first);
+  else
+    sum_pool_registers_by<T, A, 2>(c, dl, xoffs, rows, va, vb, sums, first);
+}
+
+// The sums of outputs [a, b) of the same row one at a time (the borders) into sums[o - first].
+template <class T, class A>
 void sum_pool_row_outputs(const SumPoolCall& c, const RowGeometry& geo, const int64_t* xoffs,
-                          int64_t rows, int64_t a, int64_t b, F&& fn) {
+                          int64_t rows, int64_t a, int64_t b, A* sums, int64_t first) {
   const int last = c.x.rank - 1;
   const Dim& dl = geo.last();
   const int64_t xs = c.x.strides[last];
@@ -102,7 +129,7 @@ void sum_pool_row_outputs(const SumPoolCall& c, const RowGeometry& geo, const in
     for (int64_t m = 0; m < rows; ++m)
       for (int64_t j = js.lo; j < js.hi; ++j)
         sum += widen<A>(load(c.x.template at<T>(xoffs[m] + input_coord(dl, o, j) * xs)));
-    fn(o, sum);
+    sums[o - first] = sum;
   }
 }
 

@@ -96,8 +96,6 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
         s->real[i] = real_lead * geo.last_real(out);
         s->divisor[i] = div_lead * (c.include_padding ? geo.last_padded(out) : geo.last_real(out));
       }
-      A* sums = s->acc - t.t0;  // indexed by output position
-      auto done = [&](int64_t out, A sum) { sums[out] = sum; };
       int64_t rows = 0;
       geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
         if (rows < kMostRegisterOffsets) xoffs[rows] = xoff;
@@ -108,9 +106,9 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
         int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;
         constexpr int L = SumLanes<T, A>::L;
         if (vb - va < L) va = vb = t.t0;
-        sum_pool_registers<T, A>(c, dl, xoffs, rows, va, vb, done);
-        sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, done);
-        sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, done);
+        sum_pool_registers<T, A>(c, dl, xoffs, rows, va, vb, s->acc, t.t0);
+        sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, s->acc, t.t0);
+        sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, s->acc, t.t0);
         o[last] = t.t0;
         finish(o, yoff, t.t0, n, s->acc, s->real, s->divisor);
         continue;

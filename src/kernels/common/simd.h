@@ -41,6 +41,22 @@ inline Vec<T, L> load_each(const T* p, int64_t step) {
   return v;
 }
 
+// L elements p[0], p[kStep], ... of a row of `in` elements from position `at`, for a step
+// of 1 (one load) or 2 (two loads and a shuffle, which read one element past the last lane:
+// near the row's end, one at a time instead).
+template <class T, int L, int kStep>
+inline Vec<T, L> load_row(const T* row, int64_t at, int64_t in) {
+  using V = Vec<T, L>;
+  if constexpr (kStep == 1) {
+    return load_vec<V>(row + at);
+  } else {
+    static_assert(kStep == 2);
+    if (at + 2 * L > in) return load_each<T, L>(row + at, 2);
+    return even_lanes(load_vec<V>(row + at), load_vec<V>(row + at + L),
+                      std::make_index_sequence<L>{});
+  }
+}
+
 // L elements p[0], p[step], ... for a step of 1, or of 2 by two loads and a shuffle, which
 // read p[2L - 1] too: the caller makes sure it may.
 template <class T, int L>

@@ -52,9 +52,9 @@ struct RegisterRow {
   int64_t rows;         // how many
 };
 
-template <class T, bool kIndices, int kLanes>
-void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r, int64_t va,
-                        int64_t vb, int64_t yoff, int64_t ioff) {
+template <class T, bool kIndices, int kLanes, int kStep>
+void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r,
+                           int64_t va, int64_t vb, int64_t yoff, int64_t ioff) {
   using Lanes = MaxLanes<T, kLanes>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
@@ -67,11 +67,7 @@ void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& 
   // one window row's best of its last-dimension offsets (and which), lanes for outputs o..
   auto row_best = [&](int64_t m, int64_t c0, N* which) {
     const Raw* row = x + r.xoff[m];
-    auto load = [&](int64_t at) {
-      // (two loads for stride 2 read one element past the last lane: not past the row)
-      return (s == 2 && at + 2 * L > in) ? load_each<Raw, L>(row + at, 2)
-                                         : load_strided<Raw, L>(row + at, s);
-    };
+    auto load = [&](int64_t at) { return load_row<Raw, L, kStep>(row, at, in); };
     V best = load(c0);
     for (int64_t j = 1; j < w; ++j) {
       V v = load(c0 + j * d);
@@ -113,6 +109,15 @@ void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& 
       }
     }
   }
+}
+
+template <class T, bool kIndices, int kLanes>
+void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r, int64_t va,
+                        int64_t vb, int64_t yoff, int64_t ioff) {
+  if (dl.stride == 1)
+    max_pool_registers_by<T, kIndices, kLanes, 1>(c, dl, r, va, vb, yoff, ioff);
+  else
+    max_pool_registers_by<T, kIndices, kLanes, 2>(c, dl, r, va, vb, yoff, ioff);
 }
 
 // The outputs [a, b) of the same row one at a time (the register path's borders and
