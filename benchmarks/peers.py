@@ -496,6 +496,9 @@ def _ort_session(node, inputs, outputs, initializers=(), opset=21):
     model.ir_version = 10
     so = ort.SessionOptions()
     so.intra_op_num_threads = THREADS
+    # ONNX Runtime's idle threads spin after a run; on 2 cores they took a core from whatever
+    # ran next (measured: a C++ max pooling right after ONNX Runtime's took 48 ms, 29 alone)
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.inter_op_num_threads = 1
     so.log_severity_level = 4     # refusals are reported by the runner
     return ort.InferenceSession(model.SerializeToString(), so,

@@ -143,10 +143,11 @@ def sample(t: Timing, seconds: float, budget: float, quick: bool) -> None:
 def interleaved(timings: list, budget: float, quick: bool, rounds: int) -> None:
     """Time several implementations of one workload in turns: each round gives each about
     ``budget / rounds`` seconds, so a spell when the machine is slow (a neighbour on the
-    host) falls on all of them alike rather than on whichever was running."""
+    host) falls on all of them alike rather than on whichever was running. Each round starts
+    one implementation later, so none always runs right after the same other one."""
     for r in range(rounds):
         last = r == rounds - 1
-        for t in timings:
+        for t in timings[r % len(timings):] + timings[:r % len(timings)]:
             if t.error:
                 continue
             try:
