@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/tensor.h"
+#include "common/threads.h"
 #include "common/window.h"
 
 namespace dmlops {
@@ -17,6 +18,17 @@ inline int64_t coords_of(int64_t flat, const Tensor& t, int64_t* o) {
     offset += o[d] * t.strides[d];
   }
   return offset;
+}
+
+// fn(o, yoff) for every output of y (its coordinates and element offset), shared out among
+// `threads` threads; a window of `window` elements per output sizes the work.
+template <class F>
+inline void for_each_output(const Tensor& y, double window, int threads, F&& fn) {
+  const int64_t outputs = y.count();
+  parallel_for(outputs, double(outputs) * window, threads, [&](int64_t lo, int64_t hi) {
+    int64_t o[kMaxRank];
+    for (int64_t flat = lo; flat < hi; ++flat) fn(o, coords_of(flat, y, o));
+  });
 }
 
 // fn(xoff, foff) for each real element of output o's window, in row-major offset order: its

@@ -28,31 +28,25 @@ template <> inline Half narrow_from<Half>(double v) { return Half{half_of(v)}; }
 template <class T>
 void lp(const LpPoolCall& c) {
   const double p = double(c.p), root = 1.0 / p;
-  const int64_t outputs = c.y.count();
-  parallel_for(outputs, double(outputs) * double(c.w.size[0]), c.threads,
-               [&](int64_t lo, int64_t hi) {
-    int64_t o[kMaxRank];
-    for (int64_t flat = lo; flat < hi; ++flat) {
-      const int64_t yoff = coords_of(flat, c.y, o);
-      double m = 0;
-      bool nan = false;
+  for_each_output(c.y, double(c.w.size[0]), c.threads, [&](const int64_t* o, int64_t yoff) {
+    double m = 0;
+    bool nan = false;
+    for_each_real_element(c.x, c.w, o, nullptr, [&](int64_t xoff, int64_t) {
+      double a = magnitude(load(c.x.template at<T>(xoff)));
+      nan = nan || a != a;
+      m = a > m ? a : m;
+    });
+    double r = m;
+    if (nan) {
+      r = std::numeric_limits<double>::quiet_NaN();
+    } else if (m > 0 && m <= std::numeric_limits<double>::max()) {
+      double total = 0;
       for_each_real_element(c.x, c.w, o, nullptr, [&](int64_t xoff, int64_t) {
-        double a = magnitude(load(c.x.template at<T>(xoff)));
-        nan = nan || a != a;
-        m = a > m ? a : m;
+        total += power(magnitude(load(c.x.template at<T>(xoff))) / m, p);
       });
-      double r = m;
-      if (nan) {
-        r = std::numeric_limits<double>::quiet_NaN();
-      } else if (m > 0 && m <= std::numeric_limits<double>::max()) {
-        double total = 0;
-        for_each_real_element(c.x, c.w, o, nullptr, [&](int64_t xoff, int64_t) {
-          total += power(magnitude(load(c.x.template at<T>(xoff))) / m, p);
-        });
-        r = m * power(total, root);
-      }
-      store(c.y.template at<T>(yoff), narrow_from<T>(r));
+      r = m * power(total, root);
     }
+    store(c.y.template at<T>(yoff), narrow_from<T>(r));
   });
 }
 

@@ -13,32 +13,26 @@ namespace dmlops {
 template <class T>
 void max_pool_plain(const MaxPoolCall& c) {
   using K = MaxKey<T>;
-  const int64_t outputs = c.y.count();
-  double work = double(outputs) * double(c.w.size[0]);
-  parallel_for(outputs, work, c.threads, [&](int64_t lo, int64_t hi) {
-    int64_t o[kMaxRank];
-    for (int64_t flat = lo; flat < hi; ++flat) {
-      const int64_t yoff = coords_of(flat, c.y, o);
-      bool has = false;
-      typename K::Key best{};
-      T value = empty_value<T>();
-      int64_t arg = 0;
-      for_each_real_element(c.x, c.w, o, c.pitch, [&](int64_t xoff, int64_t foff) {
-        T v = load(c.x.template at<T>(xoff));
-        typename K::Key kv = K::key(v);
-        if (!has || kv > best) {
-          has = true;
-          best = kv;
-          value = v;
-          arg = foff;
-        }
-      });
-      if (c.y.data != nullptr) store(c.y.template at<T>(yoff), value);
-      if (c.indices.data != nullptr) {
-        int64_t ioff = 0;
-        for (int d = 0; d < c.y.rank; ++d) ioff += o[d] * c.indices.strides[d];
-        store_index(c.indices, ioff, has ? uint64_t(arg) : c.empty_index);
+  for_each_output(c.y, double(c.w.size[0]), c.threads, [&](const int64_t* o, int64_t yoff) {
+    bool has = false;
+    typename K::Key best{};
+    T value = empty_value<T>();
+    int64_t arg = 0;
+    for_each_real_element(c.x, c.w, o, c.pitch, [&](int64_t xoff, int64_t foff) {
+      T v = load(c.x.template at<T>(xoff));
+      typename K::Key kv = K::key(v);
+      if (!has || kv > best) {
+        has = true;
+        best = kv;
+        value = v;
+        arg = foff;
       }
+    });
+    if (c.y.data != nullptr) store(c.y.template at<T>(yoff), value);
+    if (c.indices.data != nullptr) {
+      int64_t ioff = 0;
+      for (int d = 0; d < c.y.rank; ++d) ioff += o[d] * c.indices.strides[d];
+      store_index(c.indices, ioff, has ? uint64_t(arg) : c.empty_index);
     }
   });
 }
