@@ -81,6 +81,12 @@ def test_environment_chooses_the_level(monkeypatch):
     monkeypatch.setenv("DMLOPS_CPU_LEVEL", "nonsense")
     with pytest.raises(dml.UnsupportedError, match="DMLOPS_CPU_LEVEL = 'nonsense'"):
         cpu.level()
+    # the first cpu call says so; the other backends and the list of backends stay usable
+    assert "cpu" in dml.backends()
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    with pytest.raises(dml.UnsupportedError, match="max_pooling: DMLOPS_CPU_LEVEL"):
+        dml.max_pooling(x, 2, backend="cpu")
+    assert dml.max_pooling(x, 2, backend="reference").reshape(-1).tolist() == [4, 5, 7, 8]
     monkeypatch.setattr(_levels, "_current", None)
 
 

@@ -91,4 +91,8 @@ def resolve(name: str | None):
         name = _check(os.environ["DMLOPS_BACKEND"], "DMLOPS_BACKEND")
     else:
         name = backends()[0]
-    return name, _loaded[name]
+    module = _loaded[name]
+    ready = getattr(module, "ready", None)
+    if ready is not None:       # a backend's own run-time settings, checked at every call
+        ready()
+    return name, module

@@ -57,15 +57,4 @@ inline Vec<T, L> load_row(const T* row, int64_t at, int64_t in) {
   }
 }
 
-// L elements p[0], p[step], ... for a step of 1, or of 2 by two loads and a shuffle, which
-// read p[2L - 1] too: the caller makes sure it may.
-template <class T, int L>
-inline Vec<T, L> load_strided(const T* p, int64_t step) {
-  using V = Vec<T, L>;
-  if (step == 1) return load_vec<V>(p);
-  if (step == 2)
-    return even_lanes(load_vec<V>(p), load_vec<V>(p + L), std::make_index_sequence<L>{});
-  return load_each<T, L>(p, step);
-}
-
 }  // namespace dmlops

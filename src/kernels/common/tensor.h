@@ -49,7 +49,7 @@ inline int64_t offset_of(int64_t flat, int rank, const int64_t* sizes, const int
   return off;
 }
 
-// Loads and stores of an element's bits, whatever the pointer's alignment rules say.
+// Loads and stores of one element (the bindings only pass arrays aligned to their element).
 template <class T> inline T load(const T* p) { return *p; }
 template <class T> inline void store(T* p, T v) { *p = v; }
 

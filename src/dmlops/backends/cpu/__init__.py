@@ -12,13 +12,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...threads import get_num_threads
-from ._levels import kernels, level, set_level, supported  # noqa: F401
+from ._levels import baseline, kernels, level, set_level, supported  # noqa: F401
 
 NAME = "cpu"
 ALL_ONES = (1 << 64) - 1      # SPEC's "no element" index, all ones at every width
 FORCE_PLAIN = False           # run the plain kernels only (tests compare the paths)
 
-kernels()                     # a missing build or a bad DMLOPS_CPU_LEVEL shows at once
+# A build without its kernels makes the backend unavailable (an ImportError here); a bad
+# DMLOPS_CPU_LEVEL is each call's UnsupportedError (``ready``), so the other backends stay
+# usable.
+baseline()
+
+
+def ready() -> None:
+    """Raises the UnsupportedError of a level this CPU cannot run (``DMLOPS_CPU_LEVEL``)."""
+    kernels()
 
 
 def _pitch(sizes):
@@ -71,10 +79,6 @@ class _Writable:
                     given[...] = used
 
 
-def _threads() -> int:
-    return get_num_threads()
-
-
 def _max_layout(x, window, strides, start, dilations, *outputs):
     """The pitch, window and views max pooling and its gradient's argmax run with:
     channels-last inputs with the channels innermost (the pitch keeps flat indices in the
@@ -90,11 +94,12 @@ def _max_layout(x, window, strides, start, dilations, *outputs):
 
 
 def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+    # (empty_index, all ones at its width, is what ALL_ONES writes at any width)
     pitch, x, window, strides, start, dilations, y, indices = _max_layout(
         x, window, strides, start, dilations, y, indices)
     with _Writable(y, indices) as (y, indices):
         kernels().max_pool(_readable(x), y, indices, window, strides, start, dilations, pitch,
-                           ALL_ONES, _threads(), FORCE_PLAIN)
+                           ALL_ONES, get_num_threads(), FORCE_PLAIN)
 
 
 def average_pooling(x, y, window, strides, start, end, dilations, include_padding):
@@ -104,7 +109,7 @@ def average_pooling(x, y, window, strides, start, end, dilations, include_paddin
         x, y = _to_channels_last(x), _to_channels_last(y)
     with _Writable(y) as (y,):
         kernels().average_pool(_readable(x), y, window, strides, start, end, dilations,
-                               bool(include_padding), _threads(), FORCE_PLAIN)
+                               bool(include_padding), get_num_threads(), FORCE_PLAIN)
 
 
 def _per_channel(a, dtype):
@@ -129,12 +134,12 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
     with _Writable(y) as (y,):
         kernels().quantized_average_pool(_readable(x), y, *params, channel, window, strides,
                                          start, end, dilations, bool(include_padding),
-                                         _threads(), FORCE_PLAIN)
+                                         get_num_threads(), FORCE_PLAIN)
 
 
 def lp_pooling(x, y, window, strides, start, dilations, p):
     with _Writable(y) as (y,):
-        kernels().lp_pool(_readable(x), y, window, strides, start, dilations, int(p), _threads())
+        kernels().lp_pool(_readable(x), y, window, strides, start, dilations, int(p), get_num_threads())
 
 
 def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
@@ -144,15 +149,15 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
         x, window, strides, start, dilations, arg)
     k = kernels()
     k.max_pool(_readable(x), None, arg_view, window, strides, start, dilations, pitch,
-               ALL_ONES, _threads(), FORCE_PLAIN)
+               ALL_ONES, get_num_threads(), FORCE_PLAIN)
     with _Writable(dx) as (dx,):
-        k.max_pool_grad(_readable(dy), arg, dx, ALL_ONES, _threads())
+        k.max_pool_grad(_readable(dy), arg, dx, ALL_ONES, get_num_threads())
 
 
 def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include_padding):
     with _Writable(dx) as (dx,):
         kernels().average_pool_grad(_readable(dy), dx, window, strides, start, end, dilations,
-                                    bool(include_padding), _threads())
+                                    bool(include_padding), get_num_threads())
 
 
 def _bits(a):
@@ -167,16 +172,16 @@ def max_unpooling(x, indices, y, empty_index):
         f"u{indices.dtype.itemsize}"))
     with _Writable(y) as (y,):
         kernels().max_unpool(_bits(_readable(x)), _bits(_readable(indices)), _bits(y), empty,
-                             skip, _threads())
+                             skip, get_num_threads())
 
 
 def roi_pooling(x, regions, y):
     with _Writable(y) as (y,):
-        kernels().roi_pool(_readable(x), np.ascontiguousarray(regions, np.int64), y, _threads())
+        kernels().roi_pool(_readable(x), np.ascontiguousarray(regions, np.int64), y, get_num_threads())
 
 
 def padding(x, y, start, mode, value):
     bits = int(np.asarray(value, y.dtype).reshape(()).view(f"u{y.dtype.itemsize}"))
     with _Writable(y) as (y,):
-        kernels().padding(_readable(x), y, list(start), int(mode), bits, _threads(),
+        kernels().padding(_readable(x), y, list(start), int(mode), bits, get_num_threads(),
                           FORCE_PLAIN)
