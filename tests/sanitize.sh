@@ -4,6 +4,11 @@
 # test extra:    bash tests/sanitize.sh [BUILD_DIR]
 set -euo pipefail
 build="${1:-build/sanitize}"
+# a build folder configured from another checkout would stop cmake: start it again
+if [ -f "$build/CMakeCache.txt" ] &&
+   ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$PWD" "$build/CMakeCache.txt"; then
+  rm -rf "$build"
+fi
 python=$(command -v python)
 # the lowest and the highest level: between them every source line and both forms of each
 # level-dependent piece (software or F16C conversions, narrow or wide vectors)
