@@ -607,3 +607,83 @@ def test_register_paths_bitwise(case, dtype, seed, layout):
         args = (xq, 0.02, 100, 0.03, 90, window)
         assert _same(dml.quantized_linear_average_pooling(*args, backend="cpu", **kw),
                      dml.quantized_linear_average_pooling(*args, backend="reference", **kw))
+
+
+@st.composite
+def planes(draw):
+    """2-D max pooling for the separable path: rows short and long (a block's rows read as
+    one flat row), windows, strides, dilations and paddings of every kind, the rows' pitch
+    equal to the row or longer (a cropped view), and odd pitches (the path's precondition
+    fails for stride 2: the row walk takes them)."""
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 20)),
+             draw(st.integers(1, 140)))
+    window = (draw(st.integers(1, 5)), draw(st.integers(1, 6)))
+    strides = (draw(st.integers(1, 3)), draw(st.integers(1, 2)))
+    dil = (draw(st.integers(1, 3)), draw(st.integers(1, 2)))
+    start = tuple(draw(st.integers(0, 3)) for _ in range(2))
+    end = [draw(st.integers(0, 3)) for _ in range(2)]
+    for i in range(2):
+        end[i] += max(0, (window[i] - 1) * dil[i] + 1 - (shape[i + 2] + start[i] + end[i]))
+    kw = dict(strides=strides, start_padding=start, end_padding=tuple(end), dilations=dil)
+    return shape, window, kw, draw(st.integers(0, 3))
+
+
+@settings(max_examples=40)
+@given(case=planes(), dtype=st.sampled_from([np.float32, np.float16, np.float64, np.int8,
+                                             np.uint8, np.int64]),
+       seed=st.integers(0, 2**31), strided_out=st.booleans())
+def test_separable_max_pooling_bitwise(case, dtype, seed, strided_out):
+    """Max pooling values of 2-D windows (the separable path where it applies) against the
+    reference: same bits, ties, -0.0 and NaNs included; out= of any strides keeps the
+    elements it does not address."""
+    shape, window, kw, extra = case
+    rng = np.random.default_rng(seed)
+    wide = shape[:3] + (shape[3] + extra,)
+    if np.dtype(dtype).kind == "f":
+        data = rng.integers(-3, 3, wide).astype(dtype)
+        flat = data.reshape(-1)
+        flat[rng.integers(0, flat.size, 4)] = [np.nan, -0.0, np.inf, -np.inf]
+    else:
+        data = rng.integers(0, 4, wide).astype(dtype)
+    x = data[..., :shape[3]]
+    want = dml.max_pooling(x, window, backend="reference", **kw)
+    if strided_out:
+        store = np.full(want.shape[:3] + (2 * want.shape[3],), 7, dtype)
+        out = store[..., ::2]
+        dml.max_pooling(x, window, out=out, backend="cpu", **kw)
+        assert _same(out, want)
+        assert (store[..., 1::2] == 7).all()
+    else:
+        assert _same(dml.max_pooling(x, window, backend="cpu", **kw), want)
+
+
+@settings(max_examples=30)
+@given(case=planes(), dtype=st.sampled_from([np.uint8, np.int8]),
+       out_dtype=st.sampled_from([np.uint8, np.int8]), seed=st.integers(0, 2**31),
+       per_channel=st.booleans(), include_padding=st.booleans())
+def test_separable_quantized_sums_bitwise(case, dtype, out_dtype, seed, per_channel,
+                                          include_padding):
+    """Quantized average pooling of 2-D windows (integer sums: the separable path where it
+    applies) against the reference, per tensor and per channel, divisors with and without
+    padding: same bits."""
+    shape, window, kw, extra = case
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    data = rng.integers(info.min, int(info.max) + 1, shape[:3] + (shape[3] + extra,),
+                        dtype=dtype)
+    x = data[..., :shape[3]]
+    c = shape[1]
+
+    def zero_points(t):  # within the type's range
+        return rng.integers(max(-20, np.iinfo(t).min), 20, (1, c, 1, 1)).astype(t)
+
+    if per_channel:
+        params = (rng.uniform(0.01, 0.1, (1, c, 1, 1)).astype(np.float32), zero_points(dtype),
+                  rng.uniform(0.01, 0.1, (1, c, 1, 1)).astype(np.float32),
+                  zero_points(out_dtype))
+    else:
+        params = (0.03, 7, 0.05, 3)
+    args = (x, *params, window)
+    kw = dict(kw, include_padding=include_padding, output_dtype=out_dtype)
+    assert _same(dml.quantized_linear_average_pooling(*args, backend="cpu", **kw),
+                 dml.quantized_linear_average_pooling(*args, backend="reference", **kw))

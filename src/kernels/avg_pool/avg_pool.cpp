@@ -4,6 +4,7 @@
 
 #include "avg_pool/avg_pool_plain.h"
 #include "avg_pool/avg_pool_rows.h"
+#include "avg_pool/avg_pool_separable.h"
 #include "common/dispatch.h"
 
 namespace dmlops {
@@ -11,10 +12,11 @@ namespace dmlops {
 namespace {
 template <class T, class A, class F>
 void sum_pool(const SumPoolCall& c, F&& finish) {
-  if (c.plain)
-    sum_pool_plain<T, A>(c, finish);
-  else
-    sum_pool_rows<T, A>(c, finish);
+  if (c.plain) return sum_pool_plain<T, A>(c, finish);
+  if constexpr (std::is_integral_v<A>) {
+    if (separable_sums_path(c)) return sum_pool_separable<T, A>(c, finish);
+  }
+  sum_pool_rows<T, A>(c, finish);
 }
 }  // namespace
 

@@ -47,3 +47,20 @@ namespace dmlops {
 constexpr int64_t kMostRegisterOffsets = 64;
 
 }  // namespace dmlops
+
+namespace dmlops {
+
+// The bytes of row maxima a task of the separable max-pooling path keeps for a block of
+// output rows: they stay in the first-level cache (32 to 48 KB) while the second pass reads
+// each of them once per window row.
+constexpr int64_t kSeparableScratch = 24 * 1024;
+
+}  // namespace dmlops
+
+namespace dmlops {
+
+// Outputs of a row that the separable sums path sums and requantizes at a time (on the stack:
+// 256 x 20 bytes).
+constexpr int64_t kSeparableTile = 256;
+
+}  // namespace dmlops

@@ -33,10 +33,15 @@ inline V even_lanes(V a, V b, std::index_sequence<I...>) {
   return __builtin_shufflevector(a, b, (2 * I)...);
 }
 
+template <class V, size_t... I>
+inline V odd_lanes(V a, V b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(a, b, (2 * I + 1)...);
+}
+
 // L elements p[0], p[step], ..., one at a time.
 template <class T, int L>
 inline Vec<T, L> load_each(const T* p, int64_t step) {
-  Vec<T, L> v;
+  Vec<T, L> v{};
   for (int i = 0; i < L; ++i) v[i] = p[i * step];
   return v;
 }
@@ -55,6 +60,21 @@ inline Vec<T, L> load_row(const T* row, int64_t at, int64_t in) {
     return even_lanes(load_vec<V>(row + at), load_vec<V>(row + at + L),
                       std::make_index_sequence<L>{});
   }
+}
+
+// The even and the odd elements of row[at, at + 2L): two loads, two shuffles (near the row's
+// end, one at a time).
+template <class T, int L>
+inline void load_pair(const T* row, int64_t at, int64_t in, Vec<T, L>* even, Vec<T, L>* odd) {
+  using V = Vec<T, L>;
+  if (at + 2 * L > in) {
+    *even = load_each<T, L>(row + at, 2);
+    *odd = load_each<T, L>(row + at + 1, 2);
+    return;
+  }
+  V a = load_vec<V>(row + at), b = load_vec<V>(row + at + L);
+  *even = even_lanes(a, b, std::make_index_sequence<L>{});
+  *odd = odd_lanes(a, b, std::make_index_sequence<L>{});
 }
 
 }  // namespace dmlops

@@ -1,0 +1,177 @@
+// What the separable fast paths share (max_pool_separable.h, avg_pool_separable.h): 2-D
+// windows reduced in two passes, first along each input row's last dimension (one result per
+// output column), then across the window rows of each output row. A block of input rows
+// takes the first pass flat, as one long row: an element of the "row" reads the block at
+// g * stride, so row r's column o is g = r * width + o with width = P / stride (P the rows'
+// pitch), and short rows still take whole vectors; the columns whose window leaves its row
+// are done again from their real offsets.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "common/config.h"
+#include "common/prefetch.h"
+#include "common/tensor.h"
+#include "common/threads.h"
+#include "common/window.h"
+
+namespace dmlops {
+
+// Whether x (N, C, rows, last) and the window suit the separable passes: two spatial
+// dimensions, the last packed, rows a positive pitch P apart (at least a row), the window's
+// stride along the last dimension 1 or 2, P a multiple of it and a row's outputs no more
+// than P / stride, at most 64 last-dimension offsets and kMostRegisterOffsets window rows.
+inline bool separable_shape(const Tensor& x, const Tensor& y, const Window& w) {
+  if (x.rank != 4 || y.sizes[3] <= 0) return false;
+  const int64_t pitch = x.strides[2], s = w.stride[1];
+  return x.strides[3] == 1 && (s == 1 || s == 2) && w.size[1] <= 64 &&
+         w.size[0] <= kMostRegisterOffsets && pitch >= x.sizes[3] && pitch % s == 0 &&
+         y.sizes[3] <= pitch / s;
+}
+
+// What the two passes need of the window that is the same for every block, worked out once
+// per call (no divisions in the loops): each output row's real window rows, and the columns
+// whose window leaves the row (all of them where the interior is empty) with their real
+// offsets.
+struct SeparableGeometry {
+  Dim rows, last;
+  Span interior;
+  std::vector<Span> row_offsets;  // per output row
+  std::vector<int64_t> edges;     // columns
+  std::vector<Span> edge_offsets;
+  std::vector<int64_t> row_real, row_padded;    // per output row: divisor factors (SPEC 3.1)
+  std::vector<int64_t> last_real, last_padded;  // per column
+
+  SeparableGeometry(const Tensor& x, const Tensor& y, const Window& w)
+      : rows(dim_of(w, 0, x.sizes[2])), last(dim_of(w, 1, x.sizes[3])) {
+    const int64_t oh = y.sizes[2], ow = y.sizes[3];
+    interior = Span{real_outputs(last, 0, ow).lo, real_outputs(last, last.window - 1, ow).hi};
+    for (int64_t o = 0; o < oh; ++o) {
+      row_offsets.push_back(real_offsets(rows, o));
+      row_real.push_back(divisor_factor(rows, o, false));
+      row_padded.push_back(divisor_factor(rows, o, true));
+    }
+    for (int64_t o = 0; o < ow; ++o) {
+      last_real.push_back(divisor_factor(last, o, false));
+      last_padded.push_back(divisor_factor(last, o, true));
+      if (o >= interior.lo && o < interior.hi) continue;
+      edges.push_back(o);
+      edge_offsets.push_back(real_offsets(last, o));
+    }
+  }
+
+  // The real input rows of output rows [a, b).
+  Span input_rows(int64_t a, int64_t b) const {
+    Span in{0, 0};
+    for (int64_t o = a; o < b; ++o) {
+      const Span js = row_offsets[o];
+      if (js.hi <= js.lo) continue;
+      const int64_t lo = input_coord(rows, o, js.lo), hi = input_coord(rows, o, js.hi - 1) + 1;
+      if (in.hi <= in.lo) in = Span{lo, hi};
+      in.lo = lo < in.lo ? lo : in.lo;
+      in.hi = hi > in.hi ? hi : in.hi;
+    }
+    return in;
+  }
+};
+
+// A block: rows [r0, r0 + rows) of a plane, read from x (its first row), their first pass's
+// results for column o of row r at h[r * width + o].
+template <class X, class H> struct Block {
+  const X* x;
+  int64_t pitch;
+  int64_t rows;
+  H* h;
+  int64_t width;
+};
+
+// The flat positions g of a block whose window lies in it, whole: [ga, gb).
+template <class X, class H>
+inline Span flat_range(const Block<X, H>& b, const Dim& dl) {
+  const int64_t s = dl.stride, len = (b.rows - 1) * b.pitch + dl.in;
+  const int64_t ga = dl.start > 0 ? (dl.start + s - 1) / s : 0;
+  const int64_t top = len - 1 + dl.start - (dl.window - 1) * dl.dilation;  // g * s <= top
+  int64_t gb = top >= 0 ? top / s + 1 : 0;
+  if (gb > b.rows * b.width) gb = b.rows * b.width;
+  return Span{ga, gb};
+}
+
+// The first pass's columns that the flat vectors did not do right (`flat`: the flat pass
+// ran; otherwise every column): h = column(row, o, real offsets of o) for each row.
+template <class X, class H, class F>
+void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_t ow,
+                      bool flat, F&& column) {
+  for (int64_t r = 0; r < b.rows; ++r) {
+    const X* row = b.x + r * b.pitch;
+    H* h = b.h + r * b.width;
+    if (flat) {
+      for (size_t e = 0; e < geo.edges.size(); ++e)
+        h[geo.edges[e]] = column(row, geo.edges[e], geo.edge_offsets[e]);
+    } else {
+      for (int64_t o = 0; o < ow; ++o) h[o] = column(row, o, real_offsets(geo.last, o));
+    }
+  }
+}
+
+// Every plane of x (N, C, rows, last) in blocks of output rows: first(block) fills a block's
+// results, then second(block, first input row, output row, y's row offset, n, c) makes each
+// of the block's output rows. A block holds as many output rows as keep its results (of type
+// H) in kSeparableScratch; while a block's second pass runs, the next block's input is
+// prefetched, a piece per output row.
+template <class X, class H, class First, class Second>
+void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry& geo,
+                      int threads, double work, First&& first, Second&& second) {
+  const Dim &dr = geo.rows, &dl = geo.last;
+  const int64_t oh = y.sizes[2], planes = y.sizes[0] * y.sizes[1];
+  const int64_t pitch = x.strides[2], width = pitch / dl.stride;
+  const int64_t reach = (dr.window - 1) * dr.dilation + 1;
+  const int64_t fit = kSeparableScratch / (width * int64_t(sizeof(H)));
+  const int64_t per = fit > reach ? (fit - reach) / dr.stride + 1 : 1;
+  const int64_t block = per < oh ? per : oh;
+  const int64_t blocks = (oh + block - 1) / block;
+  const int64_t most_rows = (block - 1) * dr.stride + reach;
+  parallel_for(planes * blocks, work, threads, [&](int64_t lo, int64_t hi) {
+    H* h = static_cast<H*>(std::malloc(size_t(most_rows * width) * sizeof(H)));
+    if (h == nullptr) throw std::bad_alloc();
+    // item's plane (n, c), its output rows [b0, b1) and their real input rows
+    struct Item {
+      int64_t n, c, b0, b1;
+      Span in;
+      const X* x;
+    };
+    auto item_of = [&](int64_t item) {
+      Item it;
+      const int64_t p = item / blocks;
+      it.n = p / y.sizes[1];
+      it.c = p % y.sizes[1];
+      it.b0 = (item % blocks) * block;
+      it.b1 = it.b0 + block < oh ? it.b0 + block : oh;
+      it.in = geo.input_rows(it.b0, it.b1);
+      it.x = x.template at<X>(it.n * x.strides[0] + it.c * x.strides[1] + it.in.lo * pitch);
+      return it;
+    };
+    for (int64_t item = lo; item < hi; ++item) {
+      const Item it = item_of(item);
+      int64_t ahead = 0;
+      const X* next = nullptr;
+      if (item + 1 < hi) {
+        const Item nx = item_of(item + 1);
+        next = nx.x;
+        if (nx.in.hi > nx.in.lo)
+          ahead = ((nx.in.hi - nx.in.lo - 1) * pitch + dl.in) * int64_t(sizeof(X));
+      }
+      const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, h, width};
+      if (b.rows > 0) first(b);
+      const int64_t yoff = it.n * y.strides[0] + it.c * y.strides[1];
+      for (int64_t oy = it.b0; oy < it.b1; ++oy) {
+        if (ahead > 0) prefetch_piece(next, ahead, oy - it.b0, it.b1 - it.b0);
+        second(b, it.in.lo, oy, yoff + oy * y.strides[2], it.n, it.c);
+      }
+    }
+    std::free(h);
+  });
+}
+
+}  // namespace dmlops

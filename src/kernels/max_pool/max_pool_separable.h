@@ -1,0 +1,155 @@
+// Max pooling of 2-D windows in two passes, values only: first each input row's maxima along
+// the last dimension (one per output column), then each output row the maximum of its window
+// rows' maxima. Why faster: an input row's maxima are worked out once and shared by every
+// output row whose window covers it (where the register path redoes them per output row),
+// and the first pass runs flat over a block of rows as if they were one long row, so short
+// rows (56 outputs, less than one 64-byte vector of bytes) still take whole vectors.
+// Same bits as the plain kernel: the first pass takes the first of a row's best (strictly
+// better wins), the second the first row of the rows' best, which is the first of the
+// window's best in row-major order (SPEC 3.4: ties, -0.0 against +0.0, NaNs).
+// Precondition (separable_path): values wanted without indices, and separable_shape
+// (common/separable.h: two spatial dimensions, the last packed, rows a pitch apart that the
+// window's stride along the last dimension, 1 or 2, divides).
+#pragma once
+#include <type_traits>
+
+#include "common/keys.h"
+#include "common/separable.h"
+#include "common/simd.h"
+#include "max_pool/max_pool.h"
+#include "max_pool/max_pool_registers.h"
+
+namespace dmlops {
+
+inline bool separable_path(const MaxPoolCall& c) {
+  return c.indices.data == nullptr && c.y.data != nullptr && separable_shape(c.x, c.y, c.w);
+}
+
+template <class T> using RowMaxima = Block<typename MaxKey<T>::Raw, typename MaxKey<T>::Raw>;
+
+// A row's maximum for column o from its real offsets js one at a time (the columns whose
+// window leaves the row), or the empty value where none is real.
+template <class T>
+inline typename MaxKey<T>::Raw column_max(const typename MaxKey<T>::Raw* row, const Dim& dl,
+                                          int64_t o, Span js) {
+  using K = MaxKey<T>;
+  auto best = bit_cast<typename K::Raw>(empty_value<T>());
+  for (int64_t j = js.lo; j < js.hi; ++j) {
+    auto v = row[input_coord(dl, o, j)];
+    if (j == js.lo || K::key_raw(v) > K::key_raw(best)) best = v;
+  }
+  return best;
+}
+
+// First pass: the block read as one flat row (common/separable.h), whole vectors where the
+// flat window lies in the block, then the columns whose window leaves its row from their
+// real offsets.
+template <class T, int L, int kStep>
+void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow) {
+  using Lanes = MaxLanes<T, L>;
+  using Raw = typename Lanes::Raw;
+  using V = typename Lanes::V;
+  const Dim& dl = geo.last;
+  const int64_t s = kStep, w = dl.window, d = dl.dilation;
+  const int64_t len = (b.rows - 1) * b.pitch + dl.in;
+  const Span flat = flat_range(b, dl);
+  const int64_t ga = flat.lo, gb = flat.hi;
+  if (gb - ga >= L) {
+    for (int64_t g = ga; g < gb; g = g + L < gb - L ? g + L : (g + L < gb ? gb - L : gb)) {
+      const int64_t at = g * s - dl.start;
+      V best;
+      int64_t j = 1;
+      if (kStep == 2 && d == 1 && w >= 2) {
+        // offsets 0 and 1 are the even and odd elements of the same two loads
+        V odd;
+        load_pair<Raw, L>(b.x, at, len, &best, &odd);
+        best = Lanes::better(odd, best) ? odd : best;
+        j = 2;
+      } else {
+        best = load_row<Raw, L, kStep>(b.x, at, len);
+      }
+      for (; j < w; ++j) {
+        V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
+        best = Lanes::better(v, best) ? v : best;
+      }
+      store_vec(b.h + g, best);
+    }
+  }
+  each_column_left(b, geo, ow, gb - ga >= L, [&](const Raw* row, int64_t o, Span js) {
+    return column_max<T>(row, dl, o, js);
+  });
+}
+
+// Second pass: outputs [o, o + L) of a row, the best of its window rows' maxima in order.
+template <class T, int L>
+inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o,
+                         typename MaxKey<T>::Raw* y, int64_t ys) {
+  using Lanes = MaxLanes<T, L>;
+  using V = typename Lanes::V;
+  V best = load_vec<V>(rows[0] + o);
+  for (int64_t m = 1; m < n; ++m) {
+    V v = load_vec<V>(rows[m] + o);
+    best = Lanes::better(v, best) ? v : best;
+  }
+  if (ys == 1) {
+    store_vec(y + o, best);
+  } else {
+    for (int i = 0; i < L; ++i) store(y + (o + i) * ys, best[i]);
+  }
+}
+
+// A row of ow outputs: vectors of the widest of 64, 32 or 16 bytes the row fills, the last
+// overlapping the one before; a row shorter than 16 bytes one output at a time.
+template <class T>
+void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t ow,
+                typename MaxKey<T>::Raw* y, int64_t ys) {
+  using Raw = typename MaxKey<T>::Raw;
+  constexpr int L64 = 64 / sizeof(Raw), L32 = 32 / sizeof(Raw), L16 = 16 / sizeof(Raw);
+  auto sweep = [&](auto lanes) {
+    constexpr int L = decltype(lanes)::value;
+    for (int64_t o = 0; o < ow; o = o + L < ow - L ? o + L : (o + L < ow ? ow - L : ow))
+      column_block<T, L>(rows, n, o, y, ys);
+  };
+  if (ow >= L64) return sweep(std::integral_constant<int, L64>{});
+  if (ow >= L32) return sweep(std::integral_constant<int, L32>{});
+  if (ow >= L16) return sweep(std::integral_constant<int, L16>{});
+  for (int64_t o = 0; o < ow; ++o) {
+    Raw best = rows[0][o];
+    for (int64_t m = 1; m < n; ++m)
+      if (MaxKey<T>::key_raw(rows[m][o]) > MaxKey<T>::key_raw(best)) best = rows[m][o];
+    store(y + o * ys, best);
+  }
+}
+
+template <class T>
+void max_pool_separable(const MaxPoolCall& c) {
+  using Raw = typename MaxKey<T>::Raw;
+  constexpr int L = 64 / sizeof(Raw);
+  const SeparableGeometry geo(c.x, c.y, c.w);
+  const int64_t ow = c.y.sizes[3], ys = c.y.strides[3];
+  const Raw empty = bit_cast<Raw>(empty_value<T>());
+  const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
+  auto first = [&](const RowMaxima<T>& b) {
+    if (geo.last.stride == 1)
+      row_maxima<T, L, 1>(b, geo, ow);
+    else
+      row_maxima<T, L, 2>(b, geo, ow);
+  };
+  auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t oy, int64_t yoff, int64_t,
+                    int64_t) {
+    Raw* yrow = c.y.template at<Raw>(yoff);
+    const Span js = geo.row_offsets[oy];
+    if (js.hi <= js.lo) {
+      for (int64_t o = 0; o < ow; ++o) store(yrow + o * ys, empty);
+      return;
+    }
+    const Raw* rows[kMostRegisterOffsets];
+    int64_t count = 0;
+    for (int64_t j = js.lo; j < js.hi; ++j)
+      rows[count++] = b.h + (input_coord(geo.rows, oy, j) - r0) * b.width;
+    output_row<T>(rows, count, ow, yrow, ys);
+  };
+  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, second);
+}
+
+}  // namespace dmlops
