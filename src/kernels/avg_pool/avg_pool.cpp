@@ -28,8 +28,10 @@ void average_pool(const SumPoolCall& c) {
     sum_pool<T, A>(c, [&](const int64_t*, int64_t yrow, int64_t t0, int64_t n, const A* sums,
                           const int64_t*, const int64_t* divisor) {
       T* y = c.y.template at<T>(yrow + t0 * ys);
-      if (ys == 1) {  // (a loop the compiler vectorises)
-        for (int64_t i = 0; i < n; ++i) y[i] = average_of<T, A>(sums[i], divisor[i]);
+      if (ys == 1) {
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) average16<T, A>(sums + i, divisor + i, y + i);
+        for (; i < n; ++i) y[i] = average_of<T, A>(sums[i], divisor[i]);
       } else {
         for (int64_t i = 0; i < n; ++i) y[i * ys] = average_of<T, A>(sums[i], divisor[i]);
       }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/half.h"
 #include "common/keys.h"
@@ -43,6 +44,25 @@ template <class T, class A> inline T average_of(A sum, int64_t divisor) {
 template <> inline Half average_of<Half, float>(float sum, int64_t divisor) {
   float r = divisor > 0 ? sum / float(divisor) : 0.0f;
   return Half{half_of(r)};
+}
+
+// average_of for 16 outputs at once (the compiler leaves the scalar loop alone: the 64-bit
+// divisors and the NaN select); the same arithmetic, so the same bits. FLOAT16 results are
+// converted lane by lane (half_of).
+template <class T, class A>
+inline void average16(const A* sums, const int64_t* divisor, T* y) {
+  using VA = Vec<A, 16>;
+  using VL = Vec<int64_t, 16>;
+  using M = Vec<MaskOf<A>, 16>;
+  const VL d = load_vec<VL>(divisor);
+  const M real = __builtin_convertvector(d > 0, M);
+  // (a zero divisor's lane divides by zero and is then dropped)
+  const VA r = real ? load_vec<VA>(sums) / __builtin_convertvector(d, VA) : VA{};
+  if constexpr (std::is_same_v<T, Half>) {
+    for (int i = 0; i < 16; ++i) y[i] = Half{half_of(r[i])};
+  } else {
+    store_vec(y, r != r ? VA{} + canonical(A(NAN)) : r);
+  }
 }
 
 // SPEC 3.3's requantization of `sum` = the sum of (x - zp_in) over `divisor` positions,
