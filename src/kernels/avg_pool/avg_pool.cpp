@@ -29,9 +29,9 @@ void average_pool(const SumPoolCall& c) {
                           const int64_t*, const int64_t* divisor) {
       T* y = c.y.template at<T>(yrow + t0 * ys);
       if (ys == 1) {
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) average16<T, A>(sums + i, divisor + i, y + i);
-        for (; i < n; ++i) y[i] = average_of<T, A>(sums[i], divisor[i]);
+        sweep<16>(
+            n, [&](int64_t i) { average16<T, A>(sums + i, divisor + i, y + i); },
+            [&](int64_t i) { y[i] = average_of<T, A>(sums[i], divisor[i]); });
       } else {
         for (int64_t i = 0; i < n; ++i) y[i * ys] = average_of<T, A>(sums[i], divisor[i]);
       }
@@ -55,13 +55,20 @@ void quantized(const SumPoolCall& c) {
       const A zp = A(q.zp_in[row_ch]);
       const float s_in = q.s_in[row_ch], s_out = q.s_out[row_ch];
       const int64_t zp_out = q.zp_out[row_ch];
-      int64_t i = 0;
-      if constexpr (std::is_same_v<A, int32_t>)
-        for (; i + 16 <= n; i += 16)
-          requantize16<Y>(sums + i, real + i, divisor + i, zp, s_in, s_out, int32_t(zp_out),
-                          y + i);
-      for (; i < n; ++i)
+      auto one = [&](int64_t i) {
         y[i] = requantize<Y>(sums[i] - A(real[i]) * zp, divisor[i], s_in, s_out, zp_out);
+      };
+      if constexpr (std::is_same_v<A, int32_t>) {
+        sweep<16>(
+            n,
+            [&](int64_t i) {
+              requantize16<Y>(sums + i, real + i, divisor + i, zp, s_in, s_out,
+                              int32_t(zp_out), y + i);
+            },
+            one);
+      } else {
+        for (int64_t i = 0; i < n; ++i) one(i);
+      }
       return;
     }
     for (int64_t i = 0; i < n; ++i) {
