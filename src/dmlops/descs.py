@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from .backends import resolve as resolve_backend
 from . import padding as _pad
 from . import pooling as _pool
 from ._args import is_int, reraise
+from ._plancache import planned
 from .dtypes import DataType, PaddingMode, data_type, feature_level as _feature_level
 from .dtypes import padding_mode
 from .errors import DmlError, InvalidArgumentError, Names
@@ -527,25 +527,6 @@ def _compile_pad(desc, level, names):
     return _pad.PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
 
 
-def _exact(value):
-    """``value`` as a key that tells apart what ``==`` does not: 2 and 2.0, True and 1, 0.0
-    and −0.0 validate or convert differently, so they must not share a cached plan."""
-    if dataclasses.is_dataclass(value):
-        return (type(value),) + tuple(_exact(getattr(value, f.name))
-                                      for f in dataclasses.fields(value))
-    if isinstance(value, (tuple, list)):
-        return (type(value),) + tuple(_exact(v) for v in value)
-    if isinstance(value, (float, np.generic)):
-        return type(value), np.asarray(value).tobytes()
-    return type(value), value
-
-
-@functools.lru_cache(maxsize=256)
-def _kept_plan(desc, exact, level):
-    """``_plan``, kept per ``desc`` and its ``_exact`` key."""
-    return _plan(desc, level)
-
-
 def _plan(desc, level):
     names = _names(desc)
     if desc._op.startswith("PADDING"):
@@ -567,12 +548,7 @@ def compile_operator(desc, feature_level=None, *, backend=None) -> "CompiledOper
             f"{type(desc).__name__}")
     names = _names(desc)
     level = reraise(names, _feature_level, feature_level)
-    try:
-        plan = _kept_plan(desc, _exact(desc), level)
-    except TypeError as e:  # an unhashable field: validate without the cache
-        if isinstance(e, DmlError):
-            raise
-        plan = _plan(desc, level)
+    plan = planned(_plan, (), desc, level)
     name, kernels = reraise(names, resolve_backend, backend)
     return CompiledOperator(desc, level, plan, name, kernels)
 
@@ -669,8 +645,9 @@ class CompiledOperator:
 
 def check_no_overlap(names, inputs, outputs):
     """An output may share memory neither with an input nor with another output."""
-    for i, (fo, o) in enumerate(outputs):
-        for fi, a in list(inputs) + outputs[:i]:
+    earlier = list(inputs)
+    for fo, o in outputs:
+        for fi, a in earlier:
             if np.may_share_memory(o, a):
                 try:
                     overlap = np.shares_memory(o, a, max_work=100_000)
@@ -679,10 +656,14 @@ def check_no_overlap(names, inputs, outputs):
                 if overlap:
                     raise names.invalid(f"{fo} shares memory with {fi}; outputs must not "
                                         f"overlap inputs or each other")
+        earlier.append((fo, o))
 
 
 def with_native_outputs(views, run):
     """Run ``run(outputs)`` with native-byte-order outputs, copying back where a view is not."""
+    if all(v.dtype.isnative for v in views):    # the usual case, on every call: no copies
+        run(views)
+        return
     temps = [v if v.dtype.isnative else np.empty(v.shape, v.dtype.newbyteorder("="))
              for v in views]
     run(temps)

@@ -39,6 +39,7 @@ class DataType(enum.IntEnum):
 
 _NUMPY = {t: np.dtype(t.name.lower()) for t in DataType}
 _BY_DTYPE = {v: k for k, v in _NUMPY.items()}
+NATIVE_DTYPES = frozenset(_BY_DTYPE)    # the types' NumPy dtypes, in native byte order
 
 FLOAT_TYPES = frozenset({DataType.FLOAT16, DataType.FLOAT32, DataType.FLOAT64})
 INTEGER_TYPES = frozenset(DataType) - FLOAT_TYPES

@@ -3,9 +3,19 @@
 Each function validates through the same family modules as :func:`compile_operator` (in
 extended mode, with the caller's argument names in messages), then runs the chosen backend's
 kernel straight into ``out`` or a new C-contiguous array.
+
+A function has two halves. Its planner (``_plan_*``) checks everything that follows from the
+arguments' values and the arrays' shapes, strides and dtypes, and returns a :class:`_Call`;
+being pure, it is kept by the plan cache (``_plancache``), so a repeated call skips it. The
+function does the rest on every call: it converts the arrays, allocates the outputs not
+given, checks that a given one overlaps no input, chooses the backend and runs the kernel.
+Both halves keep SPEC 7's order of checks, so a call raises the same error whether or not
+a plan was kept.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,8 +23,9 @@ from .backends import resolve as resolve_backend
 from . import padding as _pad
 from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
+from ._plancache import ArrayFacts, planned
 from .descs import check_no_overlap, run_padding, with_native_outputs
-from .dtypes import DataType
+from .dtypes import NATIVE_DTYPES, DataType
 from .errors import Names
 from .tensor import check_distinct, native, native_dtype
 
@@ -29,6 +40,19 @@ def _names(op, **fields) -> Names:
     return Names(op, base)
 
 
+@dataclass(frozen=True)
+class _Call:
+    """A validated and planned call: everything running it needs besides the arrays."""
+
+    names: Names
+    plan: object            # a PoolPlan, UnpoolPlan, RoiPlan or PadPlan
+    inputs: tuple           # the array operands' labels, for overlap messages
+    outputs: tuple          # (label, shape, NumPy dtype) of each output
+    extra: dict | None = None   # quantization parameters (read-only arrays)
+
+
+# --- every call -------------------------------------------------------------------------
+
 def _not_lazy(x, names: Names, field: str):
     """Dask and CuPy arrays are unsupported until their backends exist (SPEC 5), whatever
     the argument: data, indices, scales or zero points."""
@@ -38,11 +62,46 @@ def _not_lazy(x, names: Names, field: str):
                                 f"with a later version of dmlops (pass a NumPy array)")
 
 
-def _input(x, names: Names, field="input"):
-    _not_lazy(x, names, field)
-    a = np.asarray(x)
-    return a, dtype_of(a.dtype, names, field)
+def _input(x, op: str, field: str = "x") -> np.ndarray:
+    """The array argument ``field`` as a NumPy array of a supported data type. Checked on
+    every call, argument by argument (a later argument is not converted when an earlier one
+    is wrong), before the call is planned."""
+    if type(x) is not np.ndarray:       # (a NumPy array is neither lazy nor converted)
+        _not_lazy(x, Names(op), field)
+        x = np.asarray(x)
+    if x.dtype not in NATIVE_DTYPES:    # (the others need normalising, or are errors)
+        dtype_of(x.dtype, Names(op), field)
+    return x
 
+
+def _outputs(call: _Call, outs, inputs):
+    """The outputs: those given, and new C-contiguous arrays for the others. A given one
+    must share no memory with an input or another output: what memory an array uses is the
+    one thing a kept plan cannot know, so this is checked on every call."""
+    ys, given = [], []
+    for out, (label, shape, dtype) in zip(outs, call.outputs):
+        if out is None:
+            ys.append(np.empty(shape, dtype=dtype))
+        else:
+            ys.append(out)
+            given.append((label, out))
+    if given:
+        check_no_overlap(call.names, zip(call.inputs, inputs), given)
+    return ys
+
+
+def _kernels(call: _Call, backend):
+    """The backend's kernels, resolved on every call (``set_backend`` and
+    ``DMLOPS_BACKEND`` may change between calls)."""
+    return reraise(call.names, resolve_backend, backend)[1]
+
+
+def _run(outputs, run):
+    if 0 not in outputs[0].shape:
+        with_native_outputs(outputs, run)
+
+
+# --- planning: pure, kept by the plan cache ---------------------------------------------
 
 def _output_sizes_label(output_sizes, rank):
     if output_sizes is None or is_int(output_sizes):
@@ -73,8 +132,9 @@ def _full_sizes(sizes, like, names, field):
 
 
 def _out_type(out, dt: DataType, names, field):
-    """Phase 1 check of an ``out=`` array: an array of the right dtype."""
-    if not isinstance(out, np.ndarray):
+    """Phase 1 check of an ``out=`` array (its facts, to a planner): an array of the right
+    dtype."""
+    if not isinstance(out, ArrayFacts):
         raise names.invalid(f"{names(field)} must be a NumPy array, got {type(out).__name__}")
     if native_dtype(out) != dt.dtype:
         raise names.unsupported(f"{names(field)} has dtype {out.dtype}; expected {dt.dtype}")
@@ -88,23 +148,15 @@ def _out_values(out, shape, names, field):
     check_distinct(out, names, field)
 
 
-def _outputs(outs, specs, inputs, names):
-    """Check given ``out=`` arrays' shapes (phase 3) and allocate the missing ones."""
-    result = []
-    for out, (field, shape, dt) in zip(outs, specs):
-        if out is None:
-            result.append(np.empty(shape, dtype=dt.dtype))
-        else:
+def _call(names, plan, inputs, outs, specs, extra=None) -> _Call:
+    """Phase 3 of the given ``out=`` arrays (shape, writable, distinct elements), and the
+    planned call. ``inputs``: the array operands' fields; ``specs``: ``(field, shape,
+    DataType)`` of each output."""
+    for out, (field, shape, _) in zip(outs, specs):
+        if out is not None:
             _out_values(out, shape, names, field)
-            result.append(out)
-    given = [(names(f), o) for o, (f, _, _) in zip(outs, specs) if o is not None]
-    check_no_overlap(names, [(names(f), a) for f, a in inputs], given)
-    return result
-
-
-def _run(outputs, run):
-    if all(s > 0 for s in outputs[0].shape):
-        with_native_outputs(outputs, run)
+    return _Call(names, plan, tuple(names(f) for f in inputs),
+                 tuple((names(f), tuple(shape), dt.dtype) for f, shape, dt in specs), extra)
 
 
 def _spatial_sizes_ok(sizes, names, field="input"):
@@ -114,8 +166,6 @@ def _spatial_sizes_ok(sizes, names, field="input"):
                                 f"spatial sizes must be at least 1 (only N or C may be 0)")
 
 
-
-
 def _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
               output_sizes):
     params = _pool.window_params(names, x.ndim, window_size, strides, start_padding,
@@ -123,6 +173,29 @@ def _geometry(row, names, x, window_size, strides, start_padding, end_padding, d
     full = _full_output_sizes(output_sizes, x.shape, names)
     _spatial_sizes_ok(x.shape, names)
     return _pool.geometry(row, names, x.shape, params, full)
+
+
+def _include_padding(value, names):
+    if not isinstance(value, (bool, np.bool_)):
+        raise names.invalid(f"include_padding = {value!r} must be a bool")
+    return bool(value)
+
+
+# --- the functions ----------------------------------------------------------------------
+
+def _plan_average_pooling(x, out, window_size, strides, start_padding, end_padding, dilations,
+                          include_padding, output_sizes):
+    names = _names("average_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
+    dt = dtype_of(x.dtype, names, "input")
+    row = _pool.check_tensor_types("AVERAGE_POOLING1", None, names,
+                                   [("input", "data", dt, x.ndim)])
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
+                  output_sizes)
+    include = _include_padding(include_padding, names)
+    plan = _pool.PoolPlan("average", "AVERAGE_POOLING1", g, dt, dt, None, include)
+    return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
 
 
 def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
@@ -138,21 +211,50 @@ def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0
     >>> average_pooling(x, 2)[0, 0].tolist()
     [[3.0, 4.0], [6.0, 7.0]]
     """
-    names = _names("average_pooling", output_sizes=_output_sizes_label(output_sizes, np.ndim(x)))
-    x, dt = _input(x, names)
-    row = _pool.check_tensor_types("AVERAGE_POOLING1", None, names,
-                                   [("input", "data", dt, x.ndim)])
-    if out is not None:
+    x = _input(x, "average_pooling")
+    call = planned(_plan_average_pooling, (x, out), window_size, strides, start_padding,
+                   end_padding, dilations, include_padding, output_sizes)
+    (y,) = _outputs(call, [out], [x])
+    kernels = _kernels(call, backend)
+    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o))
+    return y
+
+
+def _plan_max_pooling(x, out, window_size, strides, start_padding, end_padding, dilations,
+                      output_sizes, pair, indices_dtype):
+    names = _names("max_pooling",
+                   output_sizes=_output_sizes_label(output_sizes, x.ndim),
+                   output=("out[0]" if pair else "out", 0),
+                   indices=("out[1]" if indices_dtype is None else "indices_dtype", 0))
+    dt = dtype_of(x.dtype, names, "input")
+    row = _pool.check_tensor_types("MAX_POOLING2", None, names, [("input", "data", dt, x.ndim)])
+    outs = [out, None] if pair else [out]
+    idx_dt = None
+    if pair:
+        idx_dt = (_pool.default_index_type(x.shape) if indices_dtype is None
+                  else dtype_of(indices_dtype, names, "indices"))
+        check_type("MAX_POOLING2", None, row, "indices", idx_dt, names.with_fields(
+            indices=("indices_dtype", 0)), "indices")
+        if out is not None:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2
+                    and all(isinstance(o, ArrayFacts) for o in out)):
+                raise names.invalid(f"out must be a pair (values, indices) of NumPy arrays "
+                                    f"when output_indices=True, got {type(out).__name__}")
+            outs = list(out)
+            _out_type(outs[0], dt, names, "output")
+            _out_type(outs[1], idx_dt, names.with_fields(indices=("out[1]", 0)), "indices")
+    elif out is not None:
         _out_type(out, dt, names, "output")
     g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
                   output_sizes)
-    if not isinstance(include_padding, (bool, np.bool_)):
-        raise names.invalid(f"include_padding = {include_padding!r} must be a bool")
-    plan = _pool.PoolPlan("average", "AVERAGE_POOLING1", g, dt, dt, None, bool(include_padding))
-    (y,) = _outputs([out], [("output", g.output_sizes, dt)], [("input", x)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
-    _run([y], lambda outs: _pool.run_pooling(plan, kernels, native(x), outs))
-    return y
+    specs = [("output", g.output_sizes, dt)]
+    if pair:
+        _pool.check_index_type(x.shape, idx_dt, names.with_fields(
+            indices=("indices_dtype", 0)), "indices")
+        specs.append(("indices", g.output_sizes, idx_dt))
+        names = names.with_fields(indices=("out[1]", 0))
+    plan = _pool.PoolPlan("max", "MAX_POOLING2", g, dt, dt, idx_dt)
+    return _call(names, plan, ["input"], outs, specs)
 
 
 def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
@@ -173,42 +275,30 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
     ([[4.0, 4.0], [6.0, 7.0]], [[4, 4], [7, 8]])
     """
     pair = bool(output_indices)
-    names = _names("max_pooling",
-                   output_sizes=_output_sizes_label(output_sizes, np.ndim(x)),
-                   output=("out[0]" if pair else "out", 0),
-                   indices=("out[1]" if indices_dtype is None else "indices_dtype", 0))
-    x, dt = _input(x, names)
-    row = _pool.check_tensor_types("MAX_POOLING2", None, names, [("input", "data", dt, x.ndim)])
-    outs = [out, None] if pair else [out]
-    idx_dt = None
-    if pair:
-        idx_dt = (_pool.default_index_type(x.shape) if indices_dtype is None
-                  else dtype_of(indices_dtype, names, "indices"))
-        check_type("MAX_POOLING2", None, row, "indices", idx_dt, names.with_fields(
-            indices=("indices_dtype", 0)), "indices")
-        if out is not None:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2
-                    and all(isinstance(o, np.ndarray) for o in out)):
-                raise names.invalid(f"out must be a pair (values, indices) of NumPy arrays "
-                                    f"when output_indices=True, got {type(out).__name__}")
-            outs = list(out)
-            _out_type(outs[0], dt, names, "output")
-            _out_type(outs[1], idx_dt, names.with_fields(indices=("out[1]", 0)), "indices")
-    elif out is not None:
+    x = _input(x, "max_pooling")
+    call = planned(_plan_max_pooling, (x, out), window_size, strides, start_padding,
+                   end_padding, dilations, output_sizes, pair, indices_dtype)
+    outs = ([None, None] if out is None else list(out)) if pair else [out]
+    ys = _outputs(call, outs, [x])
+    kernels = _kernels(call, backend)
+    _run(ys, lambda o: _pool.run_pooling(call.plan, kernels, native(x), o))
+    return (ys[0], ys[1]) if pair else ys[0]
+
+
+def _plan_max_pooling_grad(x, dy, out, window_size, strides, start_padding, end_padding,
+                           dilations):
+    names = _names("max_pooling_grad", output_sizes=("dy.shape", 0), dy=("dy", 0))
+    dt = dtype_of(x.dtype, names, "input")
+    gdt = dtype_of(dy.dtype, names, "dy")
+    row = _pool.check_tensor_types("MAX_POOLING_GRAD", None, names,
+                                   [("input", "data", dt, x.ndim), ("dy", "data", gdt, dy.ndim)])
+    _pool.same_type(names, "input", dt, "dy", gdt)
+    if out is not None:
         _out_type(out, dt, names, "output")
     g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  output_sizes)
-    specs = [("output", g.output_sizes, dt)]
-    if pair:
-        _pool.check_index_type(x.shape, idx_dt, names.with_fields(
-            indices=("indices_dtype", 0)), "indices")
-        specs.append(("indices", g.output_sizes, idx_dt))
-        names = names.with_fields(indices=("out[1]", 0))
-    plan = _pool.PoolPlan("max", "MAX_POOLING2", g, dt, dt, idx_dt)
-    ys = _outputs(outs, specs, [("input", x)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
-    _run(ys, lambda o: _pool.run_pooling(plan, kernels, native(x), o))
-    return (ys[0], ys[1]) if pair else ys[0]
+                  dy.shape)
+    plan = _pool.PoolPlan("max_grad", "MAX_POOLING_GRAD", g, dt, dt)
+    return _call(names, plan, ["input", "dy"], [out], [("output", x.shape, dt)])
 
 
 def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padding=0,
@@ -224,40 +314,22 @@ def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padd
     >>> max_pooling_grad(x, dy, 2)[0, 0].tolist()
     [[0.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 4.0, 5.0]]
     """
-    names = _names("max_pooling_grad", output_sizes=("dy.shape", 0), dy=("dy", 0))
-    x, dt = _input(x, names)
-    dy, gdt = _input(dy, names, "dy")
-    row = _pool.check_tensor_types("MAX_POOLING_GRAD", None, names,
-                                   [("input", "data", dt, x.ndim), ("dy", "data", gdt, dy.ndim)])
-    _pool.same_type(names, "input", dt, "dy", gdt)
-    if out is not None:
-        _out_type(out, dt, names, "output")
-    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  dy.shape)
-    plan = _pool.PoolPlan("max_grad", "MAX_POOLING_GRAD", g, dt, dt)
-    (dx,) = _outputs([out], [("output", x.shape, dt)], [("input", x), ("dy", dy)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
-    _run([dx], lambda o: _pool.run_pooling(plan, kernels, native(x), o, {"dy": native(dy)}))
+    x = _input(x, "max_pooling_grad")
+    dy = _input(dy, "max_pooling_grad", "dy")
+    call = planned(_plan_max_pooling_grad, (x, dy, out), window_size, strides, start_padding,
+                   end_padding, dilations)
+    (dx,) = _outputs(call, [out], [x, dy])
+    kernels = _kernels(call, backend)
+    _run([dx], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o,
+                                           {"dy": native(dy)}))
     return dx
 
 
-def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_padding=0,
-                         end_padding=0, dilations=1, include_padding=False, out=None,
-                         backend=None):
-    """Gradient of average pooling (SPEC 3.2): each incoming value, divided by its window's
-    divisor (as :func:`average_pooling` counts it), is added to every real element of the
-    window. ``input_sizes`` are the forward input's sizes (k spatial sizes, or all k + 2);
-    ``dy`` has the forward output's sizes. Contributions are summed in ascending
-    forward-output order, in float32 (float64 for float64), so results are reproducible.
-
-    >>> import numpy as np
-    >>> dy = np.array([[1, 2], [3, 4]], np.float32).reshape(1, 1, 2, 2)
-    >>> average_pooling_grad(dy, 2, input_sizes=(3, 3))[0, 0].tolist()
-    [[0.25, 0.75, 0.5], [1.0, 2.5, 1.5], [0.75, 1.75, 1.0]]
-    """
+def _plan_average_pooling_grad(dy, out, window_size, input_sizes, strides, start_padding,
+                               end_padding, dilations, include_padding):
     names = _names("average_pooling_grad", output_sizes=("dy.shape", 0),
                    input=("dy", 0), input_sizes=("input_sizes", 0))
-    dy, dt = _input(dy, names)
+    dt = dtype_of(dy.dtype, names, "input")
     row = _pool.check_tensor_types("AVERAGE_POOLING_GRAD", None, names,
                                    [("input", "data", dt, dy.ndim)])
     if out is not None:
@@ -274,14 +346,46 @@ def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_paddi
         if d >= 2 and v < 1:
             raise names.invalid(f"input_sizes[{d + offset}] = {v} must be at least 1")
     g = _pool.geometry(row, names, sizes, params, dy.shape)
-    if not isinstance(include_padding, (bool, np.bool_)):
-        raise names.invalid(f"include_padding = {include_padding!r} must be a bool")
-    plan = _pool.PoolPlan("average_grad", "AVERAGE_POOLING_GRAD", g, dt, dt, None,
-                          bool(include_padding))
-    (dx,) = _outputs([out], [("output", sizes, dt)], [("input", dy)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
-    _run([dx], lambda o: _pool.run_pooling(plan, kernels, native(dy), o))
+    include = _include_padding(include_padding, names)
+    plan = _pool.PoolPlan("average_grad", "AVERAGE_POOLING_GRAD", g, dt, dt, None, include)
+    return _call(names, plan, ["input"], [out], [("output", sizes, dt)])
+
+
+def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_padding=0,
+                         end_padding=0, dilations=1, include_padding=False, out=None,
+                         backend=None):
+    """Gradient of average pooling (SPEC 3.2): each incoming value, divided by its window's
+    divisor (as :func:`average_pooling` counts it), is added to every real element of the
+    window. ``input_sizes`` are the forward input's sizes (k spatial sizes, or all k + 2);
+    ``dy`` has the forward output's sizes. Contributions are summed in ascending
+    forward-output order, in float32 (float64 for float64), so results are reproducible.
+
+    >>> import numpy as np
+    >>> dy = np.array([[1, 2], [3, 4]], np.float32).reshape(1, 1, 2, 2)
+    >>> average_pooling_grad(dy, 2, input_sizes=(3, 3))[0, 0].tolist()
+    [[0.25, 0.75, 0.5], [1.0, 2.5, 1.5], [0.75, 1.75, 1.0]]
+    """
+    dy = _input(dy, "average_pooling_grad", "dy")
+    call = planned(_plan_average_pooling_grad, (dy, out), window_size, input_sizes, strides,
+                   start_padding, end_padding, dilations, include_padding)
+    (dx,) = _outputs(call, [out], [dy])
+    kernels = _kernels(call, backend)
+    _run([dx], lambda o: _pool.run_pooling(call.plan, kernels, native(dy), o))
     return dx
+
+
+def _plan_lp_pooling(x, out, window_size, p, strides, start_padding, end_padding, dilations,
+                     output_sizes):
+    names = _names("lp_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
+    dt = dtype_of(x.dtype, names, "input")
+    row = _pool.check_tensor_types("LP_POOLING1", None, names, [("input", "data", dt, x.ndim)])
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
+                  output_sizes)
+    p = _pool.check_p(p, names)
+    plan = _pool.PoolPlan("lp", "LP_POOLING1", g, dt, dt, p=p)
+    return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
 
 
 def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0, dilations=1,
@@ -296,19 +400,33 @@ def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0
     >>> lp_pooling(x, 2, p=2).ravel().tolist(), lp_pooling(x, 2, p=1).ravel().tolist()
     ([5.0], [7.0])
     """
-    names = _names("lp_pooling", output_sizes=_output_sizes_label(output_sizes, np.ndim(x)))
-    x, dt = _input(x, names)
-    row = _pool.check_tensor_types("LP_POOLING1", None, names, [("input", "data", dt, x.ndim)])
+    x = _input(x, "lp_pooling")
+    call = planned(_plan_lp_pooling, (x, out), window_size, p, strides, start_padding,
+                   end_padding, dilations, output_sizes)
+    (y,) = _outputs(call, [out], [x])
+    kernels = _kernels(call, backend)
+    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o))
+    return y
+
+
+def _plan_max_unpooling(x, indices, out, output_sizes):
+    names = _names("max_unpooling", indices=("indices", 0),
+                   output_sizes=("output_sizes", 0))
+    dt = dtype_of(x.dtype, names, "input")
+    idt = dtype_of(indices.dtype, names, "indices")
+    _pool.check_tensor_types("MAX_UNPOOLING", None, names,
+                             [("input", "data", dt, x.ndim),
+                              ("indices", "indices", idt, indices.ndim)])
     if out is not None:
         _out_type(out, dt, names, "output")
-    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  output_sizes)
-    p = _pool.check_p(p, names)
-    plan = _pool.PoolPlan("lp", "LP_POOLING1", g, dt, dt, p=p)
-    (y,) = _outputs([out], [("output", g.output_sizes, dt)], [("input", x)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
-    _run([y], lambda o: _pool.run_pooling(plan, kernels, native(x), o))
-    return y
+    sizes = as_int_tuple(output_sizes, names, "output_sizes")
+    if len(sizes) != x.ndim:
+        raise names.invalid(f"output_sizes has {len(sizes)} values {list(sizes)}; expected "
+                            f"{x.ndim}, the full output shape (the input's rank)")
+    _spatial_sizes_ok(x.shape, names)
+    _pool.unpool_sizes(x.shape, indices.shape, sizes, names)
+    plan = _pool.UnpoolPlan("MAX_UNPOOLING", dt, idt, x.shape, sizes)
+    return _call(names, plan, ["input", "indices"], [out], [("output", sizes, dt)])
 
 
 def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
@@ -324,46 +442,20 @@ def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
     >>> max_unpooling(y, i, (1, 1, 3, 3))[0, 0].tolist()
     [[0.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 6.0, 7.0]]
     """
-    names = _names("max_unpooling", indices=("indices", 0),
-                   output_sizes=("output_sizes", 0))
-    x, dt = _input(x, names)
-    indices, idt = _input(indices, names, "indices")
-    _pool.check_tensor_types("MAX_UNPOOLING", None, names,
-                             [("input", "data", dt, x.ndim),
-                              ("indices", "indices", idt, indices.ndim)])
-    if out is not None:
-        _out_type(out, dt, names, "output")
-    sizes = as_int_tuple(output_sizes, names, "output_sizes")
-    if len(sizes) != x.ndim:
-        raise names.invalid(f"output_sizes has {len(sizes)} values {list(sizes)}; expected "
-                            f"{x.ndim}, the full output shape (the input's rank)")
-    _spatial_sizes_ok(x.shape, names)
-    _pool.unpool_sizes(x.shape, indices.shape, sizes, names)
-    plan = _pool.UnpoolPlan("MAX_UNPOOLING", dt, idt, x.shape, sizes)
-    (y,) = _outputs([out], [("output", sizes, dt)], [("input", x), ("indices", indices)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
-    _run([y], lambda o: _pool.run_unpooling(plan, kernels, native(x), native(indices), o,
-                                            names))
+    x = _input(x, "max_unpooling")
+    indices = _input(indices, "max_unpooling", "indices")
+    call = planned(_plan_max_unpooling, (x, indices, out), output_sizes)
+    (y,) = _outputs(call, [out], [x, indices])
+    kernels = _kernels(call, backend)
+    _run([y], lambda o: _pool.run_unpooling(call.plan, kernels, native(x), native(indices), o,
+                                            call.names))
     return y
 
 
-def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
-    """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
-    with rows ``[batch, x1, y1, x2, y2]`` in input coordinates times ``spatial_scale``;
-    ``pooled_size`` is ``(height, width)``. Corners are scaled and rounded half away from
-    zero; each of the ``PH x PW`` bins takes the max of its input rows
-    ``[floor(ph*RH/PH), ceil((ph+1)*RH/PH)) + y1`` (likewise columns), clipped to the input;
-    an empty bin gives 0. The result is ``(R, C, PH, PW)``.
-
-    >>> import numpy as np
-    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
-    >>> rois = np.array([[0, 0, 0, 3, 3]], np.float32)     # the input's type
-    >>> roi_pooling(x, rois, spatial_scale=1.0, pooled_size=(2, 2))[0, 0].tolist()
-    [[5.0, 7.0], [13.0, 15.0]]
-    """
+def _plan_roi_pooling(x, rois, out, spatial_scale, pooled_size):
     names = _names("roi_pooling", rois=("rois", 0))
-    x, dt = _input(x, names)
-    rois, rdt = _input(rois, names, "rois")
+    dt = dtype_of(x.dtype, names, "input")
+    rdt = dtype_of(rois.dtype, names, "rois")
     op = "ROI_POOLING"
     roi_rank = 4 if rois.ndim == 2 else rois.ndim      # (R, 5) stands for (1, 1, R, 5)
     _pool.check_tensor_types(op, None, names, [("input", "data", dt, x.ndim),
@@ -380,10 +472,30 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
     num = rois.shape[-2]
     plan = _pool.RoiPlan(op, dt, x.shape, num, scale, pooled)
     sizes = (num, x.shape[1]) + pooled
-    (y,) = _outputs([out], [("output", sizes, dt)], [("input", x), ("rois", rois)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
-    _run([y], lambda o: _pool.run_roi_pooling(plan, kernels, native(x), native(rois), o,
-                                              names))
+    return _call(names, plan, ["input", "rois"], [out], [("output", sizes, dt)])
+
+
+def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
+    """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
+    with rows ``[batch, x1, y1, x2, y2]`` in input coordinates times ``spatial_scale``;
+    ``pooled_size`` is ``(height, width)``. Corners are scaled and rounded half away from
+    zero; each of the ``PH x PW`` bins takes the max of its input rows
+    ``[floor(ph*RH/PH), ceil((ph+1)*RH/PH)) + y1`` (likewise columns), clipped to the input;
+    an empty bin gives 0. The result is ``(R, C, PH, PW)``.
+
+    >>> import numpy as np
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> rois = np.array([[0, 0, 0, 3, 3]], np.float32)     # the input's type
+    >>> roi_pooling(x, rois, spatial_scale=1.0, pooled_size=(2, 2))[0, 0].tolist()
+    [[5.0, 7.0], [13.0, 15.0]]
+    """
+    x = _input(x, "roi_pooling")
+    rois = _input(rois, "roi_pooling", "rois")
+    call = planned(_plan_roi_pooling, (x, rois, out), spatial_scale, pooled_size)
+    (y,) = _outputs(call, [out], [x, rois])
+    kernels = _kernels(call, backend)
+    _run([y], lambda o: _pool.run_roi_pooling(call.plan, kernels, native(x), native(rois), o,
+                                              call.names))
     return y
 
 
@@ -423,22 +535,11 @@ def _scale(s, names, field):
         return arr.astype(np.float32)
 
 
-def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_scale,
-                                     output_zero_point, window_size, *, strides=1,
-                                     start_padding=0, end_padding=0, dilations=1,
-                                     include_padding=False, output_dtype=None, out=None,
-                                     backend=None):
-    """Quantized average pooling (SPEC 3.3), bit-exact: ``acc = Σ (x - zp_in)`` over real
-    elements; in float32 ``t = acc * s_in / count / s_out``; ``q = round_half_even(t) + zp_out``
-    clamped. Scales and zero points are per tensor (scalars) or per channel ``(1, C, 1, ...)``.
-
-    >>> import numpy as np
-    >>> x = np.array([[10, 20], [30, 41]], np.uint8).reshape(1, 1, 2, 2)
-    >>> quantized_linear_average_pooling(x, 0.5, 0, 0.25, 3, 2).ravel().tolist()
-    [53]
-    """
+def _plan_quantized(x, out, input_scale, input_zero_point, output_scale, output_zero_point,
+                    window_size, strides, start_padding, end_padding, dilations,
+                    include_padding, output_dtype):
     names = _names("quantized_linear_average_pooling")
-    x, dt = _input(x, names)
+    dt = dtype_of(x.dtype, names, "input")
     op = "QUANTIZED_LINEAR_AVERAGE_POOLING"
     row = _pool.check_tensor_types(op, None, names, [("input", "data", dt, x.ndim)])
     # output type: output_dtype, out.dtype, output zero point's dtype, else the input's
@@ -446,7 +547,7 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     if output_dtype is not None:
         candidates.append(("output_dtype", dtype_of(output_dtype, names, "output_dtype")))
     if out is not None:
-        if not isinstance(out, np.ndarray):
+        if not isinstance(out, ArrayFacts):
             raise names.invalid(f"out must be a NumPy array, got {type(out).__name__}")
         candidates.append(("out.dtype", dtype_of(native_dtype(out), names, "output")))
     if isinstance(output_zero_point, (np.ndarray, np.generic)):
@@ -478,15 +579,50 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
               for field, arr in given.items()}
     _pool.check_scale_values(s_in, names, "input_scale")
     _pool.check_scale_values(s_out, names, "output_scale")
-    if not isinstance(include_padding, (bool, np.bool_)):
-        raise names.invalid(f"include_padding = {include_padding!r} must be a bool")
-    plan = _pool.PoolPlan("quantized", op, g, dt, out_dt, None, bool(include_padding))
-    (y,) = _outputs([out], [("output", g.output_sizes, out_dt)], [("input", x)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
+    include = _include_padding(include_padding, names)
+    plan = _pool.PoolPlan("quantized", op, g, dt, out_dt, None, include)
     extra = {"scale_in": params["input_scale"], "zp_in": params["input_zero_point"],
              "scale_out": params["output_scale"], "zp_out": params["output_zero_point"]}
-    _run([y], lambda o: _pool.run_pooling(plan, kernels, native(x), o, extra))
+    for a in extra.values():    # (the plan may be kept: no kernel may write them)
+        a.flags.writeable = False
+    return _call(names, plan, ["input"], [out], [("output", g.output_sizes, out_dt)], extra)
+
+
+def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_scale,
+                                     output_zero_point, window_size, *, strides=1,
+                                     start_padding=0, end_padding=0, dilations=1,
+                                     include_padding=False, output_dtype=None, out=None,
+                                     backend=None):
+    """Quantized average pooling (SPEC 3.3), bit-exact: ``acc = Σ (x - zp_in)`` over real
+    elements; in float32 ``t = acc * s_in / count / s_out``; ``q = round_half_even(t) + zp_out``
+    clamped. Scales and zero points are per tensor (scalars) or per channel ``(1, C, 1, ...)``.
+
+    >>> import numpy as np
+    >>> x = np.array([[10, 20], [30, 41]], np.uint8).reshape(1, 1, 2, 2)
+    >>> quantized_linear_average_pooling(x, 0.5, 0, 0.25, 3, 2).ravel().tolist()
+    [53]
+    """
+    x = _input(x, "quantized_linear_average_pooling")
+    call = planned(_plan_quantized, (x, out), input_scale, input_zero_point, output_scale,
+                   output_zero_point, window_size, strides, start_padding, end_padding,
+                   dilations, include_padding, output_dtype)
+    (y,) = _outputs(call, [out], [x])
+    kernels = _kernels(call, backend)
+    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o, call.extra))
     return y
+
+
+def _plan_padding(x, out, start_padding, end_padding, mode, value):
+    names = _names("padding")
+    dt = dtype_of(x.dtype, names, "input")
+    pmode = _pad.plan_padding("PADDING1", None, names, dt, x.ndim, None, None, mode)
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    start, end = _pad.pad_lengths(start_padding, end_padding, x.ndim, names, allow_scalar=True)
+    _pad.check_pad_values(x.shape, start, end, pmode, names)
+    converted = _pad.mode_value(pmode, dt, lambda: _pad.convert_value(value, dt, names))
+    plan = _pad.PadPlan("PADDING1", dt, x.shape, start, end, pmode, converted)
+    return _call(names, plan, ["input"], [out], [("output", plan.out_sizes, dt)])
 
 
 def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None,
@@ -508,23 +644,17 @@ def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None
     >>> padding(x, 1, 1, value=-10.6).tolist()
     [-10, 1, 2, 3, -10]
     """
-    names = _names("padding")
-    x, dt = _input(x, names)
-    pmode = _pad.plan_padding("PADDING1", None, names, dt, x.ndim, None, None, mode)
-    if out is not None:
-        _out_type(out, dt, names, "output")
-    start, end = _pad.pad_lengths(start_padding, end_padding, x.ndim, names, allow_scalar=True)
-    _pad.check_pad_values(x.shape, start, end, pmode, names)
-    converted = _pad.mode_value(pmode, dt, lambda: _pad.convert_value(value, dt, names))
-    plan = _pad.PadPlan("PADDING1", dt, x.shape, start, end, pmode, converted)
-    (y,) = _outputs([out], [("output", plan.out_sizes, dt)], [("input", x)], names)
-    _, kernels = reraise(names, resolve_backend, backend)
+    x = _input(x, "padding")
+    call = planned(_plan_padding, (x, out), start_padding, end_padding, mode, value)
+    (y,) = _outputs(call, [out], [x])
+    kernels = _kernels(call, backend)
+    plan = call.plan
     if x.size == 0:
         if y.size:
-            if pmode != _pad.PaddingMode.CONSTANT:
-                raise names.invalid(f"x has shape {x.shape}; only constant padding can pad an "
-                                    f"empty dimension")
-            y[...] = converted
+            if plan.mode != _pad.PaddingMode.CONSTANT:
+                raise call.names.invalid(f"x has shape {x.shape}; only constant padding can "
+                                         f"pad an empty dimension")
+            y[...] = plan.value
         return y
     with_native_outputs([y], lambda o: run_padding(plan, kernels, native(x), o[0]))
     return y

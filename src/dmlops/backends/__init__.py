@@ -84,7 +84,8 @@ def get_backend() -> str:
 def resolve(name: str | None):
     """``(name, module)`` of the backend a call uses."""
     if name is not None:
-        name = _check(name, "backend")
+        # (a loaded backend's own name, the usual case, needs no checking)
+        name = name if type(name) is str and name in _loaded else _check(name, "backend")
     elif _chosen is not None:
         name = _chosen
     elif os.environ.get("DMLOPS_BACKEND"):

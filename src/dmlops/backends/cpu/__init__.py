@@ -41,8 +41,10 @@ def _channels_last(x) -> bool:
     """Whether to run with the channels innermost: when C is the input's smallest memory
     stride (channels-last data), pooling is re-cast as (N, 1, S1..Sk, C) with a unit window
     over C, so the inner loops read contiguous channels instead of striding over them."""
+    if x.shape[1] <= 1:
+        return False
     spatial = [abs(s) for s, n in zip(x.strides[2:], x.shape[2:]) if n > 1]
-    return x.shape[1] > 1 and bool(spatial) and abs(x.strides[1]) < min(spatial)
+    return bool(spatial) and abs(x.strides[1]) < min(spatial)
 
 
 def _to_channels_last(a):
@@ -61,22 +63,16 @@ def _readable(a):
     return a if a is None or a.flags.aligned else np.array(a)
 
 
-class _Writable:
-    """Outputs the kernels write in place, or aligned stand-ins copied back on exit."""
+def _writable(a):
+    """``a`` itself when the kernels can write it in place (elements aligned to their size),
+    else an aligned stand-in that ``_copy_back`` copies into ``a``. (Two plain functions,
+    not a context manager: a small call's time is mostly such per-call overhead.)"""
+    return a if a is None or a.flags.aligned else np.empty_like(a)
 
-    def __init__(self, *arrays):
-        self.given = arrays
-        self.arrays = tuple(a if a is None or a.flags.aligned else np.empty_like(a)
-                            for a in arrays)
 
-    def __enter__(self):
-        return self.arrays
-
-    def __exit__(self, *exc):
-        if exc[0] is None:
-            for given, used in zip(self.given, self.arrays):
-                if used is not given:
-                    given[...] = used
+def _copy_back(given, used):
+    if used is not given:
+        given[...] = used
 
 
 def _max_layout(x, window, strides, start, dilations, *outputs):
@@ -97,9 +93,11 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     # (empty_index, all ones at its width, is what ALL_ONES writes at any width)
     pitch, x, window, strides, start, dilations, y, indices = _max_layout(
         x, window, strides, start, dilations, y, indices)
-    with _Writable(y, indices) as (y, indices):
-        kernels().max_pool(_readable(x), y, indices, window, strides, start, dilations, pitch,
-                           ALL_ONES, get_num_threads(), FORCE_PLAIN)
+    y_out, i_out = _writable(y), _writable(indices)
+    kernels().max_pool(_readable(x), y_out, i_out, window, strides, start, dilations, pitch,
+                       ALL_ONES, get_num_threads(), FORCE_PLAIN)
+    _copy_back(y, y_out)
+    _copy_back(indices, i_out)
 
 
 def average_pooling(x, y, window, strides, start, end, dilations, include_padding):
@@ -107,9 +105,10 @@ def average_pooling(x, y, window, strides, start, end, dilations, include_paddin
         window, strides, start, end, dilations = _window_cl(window, strides, start, end,
                                                             dilations)
         x, y = _to_channels_last(x), _to_channels_last(y)
-    with _Writable(y) as (y,):
-        kernels().average_pool(_readable(x), y, window, strides, start, end, dilations,
-                               bool(include_padding), get_num_threads(), FORCE_PLAIN)
+    out = _writable(y)
+    kernels().average_pool(_readable(x), out, window, strides, start, end, dilations,
+                           bool(include_padding), get_num_threads(), FORCE_PLAIN)
+    _copy_back(y, out)
 
 
 def _per_channel(a, dtype):
@@ -124,22 +123,26 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
     params = [_per_channel(zp_in, np.int64), _per_channel(scale_in, np.float32),
               _per_channel(zp_out, np.int64), _per_channel(scale_out, np.float32)]
     count = max(p.size for p in params)
-    params = [np.ascontiguousarray(np.broadcast_to(p, (count,))) for p in params]
+    params = [p if p.size == count else np.ascontiguousarray(np.broadcast_to(p, (count,)))
+              for p in params]
     channel = 1
     if _channels_last(x):
         window, strides, start, end, dilations = _window_cl(window, strides, start, end,
                                                             dilations)
         x, y = _to_channels_last(x), _to_channels_last(y)
         channel = x.ndim - 1
-    with _Writable(y) as (y,):
-        kernels().quantized_average_pool(_readable(x), y, *params, channel, window, strides,
-                                         start, end, dilations, bool(include_padding),
-                                         get_num_threads(), FORCE_PLAIN)
+    out = _writable(y)
+    kernels().quantized_average_pool(_readable(x), out, *params, channel, window, strides,
+                                     start, end, dilations, bool(include_padding),
+                                     get_num_threads(), FORCE_PLAIN)
+    _copy_back(y, out)
 
 
 def lp_pooling(x, y, window, strides, start, dilations, p):
-    with _Writable(y) as (y,):
-        kernels().lp_pool(_readable(x), y, window, strides, start, dilations, int(p), get_num_threads())
+    out = _writable(y)
+    kernels().lp_pool(_readable(x), out, window, strides, start, dilations, int(p),
+                      get_num_threads())
+    _copy_back(y, out)
 
 
 def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
@@ -147,17 +150,19 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     arg = np.empty(dy.shape, np.uint64)
     pitch, x, window, strides, start, dilations, arg_view = _max_layout(
         x, window, strides, start, dilations, arg)
-    k = kernels()
+    k, threads = kernels(), get_num_threads()
     k.max_pool(_readable(x), None, arg_view, window, strides, start, dilations, pitch,
-               ALL_ONES, get_num_threads(), FORCE_PLAIN)
-    with _Writable(dx) as (dx,):
-        k.max_pool_grad(_readable(dy), arg, dx, ALL_ONES, get_num_threads())
+               ALL_ONES, threads, FORCE_PLAIN)
+    out = _writable(dx)
+    k.max_pool_grad(_readable(dy), arg, out, ALL_ONES, threads)
+    _copy_back(dx, out)
 
 
 def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include_padding):
-    with _Writable(dx) as (dx,):
-        kernels().average_pool_grad(_readable(dy), dx, window, strides, start, end, dilations,
-                                    bool(include_padding), get_num_threads())
+    out = _writable(dx)
+    kernels().average_pool_grad(_readable(dy), out, window, strides, start, end, dilations,
+                                bool(include_padding), get_num_threads())
+    _copy_back(dx, out)
 
 
 def _bits(a):
@@ -170,18 +175,22 @@ def max_unpooling(x, indices, y, empty_index):
     skip = empty_index is not None
     empty = int(np.array(empty_index if skip else 0).astype(indices.dtype).view(
         f"u{indices.dtype.itemsize}"))
-    with _Writable(y) as (y,):
-        kernels().max_unpool(_bits(_readable(x)), _bits(_readable(indices)), _bits(y), empty,
-                             skip, get_num_threads())
+    out = _writable(y)
+    kernels().max_unpool(_bits(_readable(x)), _bits(_readable(indices)), _bits(out), empty,
+                         skip, get_num_threads())
+    _copy_back(y, out)
 
 
 def roi_pooling(x, regions, y):
-    with _Writable(y) as (y,):
-        kernels().roi_pool(_readable(x), np.ascontiguousarray(regions, np.int64), y, get_num_threads())
+    out = _writable(y)
+    kernels().roi_pool(_readable(x), np.ascontiguousarray(regions, np.int64), out,
+                       get_num_threads())
+    _copy_back(y, out)
 
 
 def padding(x, y, start, mode, value):
     bits = int(np.asarray(value, y.dtype).reshape(()).view(f"u{y.dtype.itemsize}"))
-    with _Writable(y) as (y,):
-        kernels().padding(_readable(x), y, list(start), int(mode), bits, get_num_threads(),
-                          FORCE_PLAIN)
+    out = _writable(y)
+    kernels().padding(_readable(x), out, list(start), int(mode), bits, get_num_threads(),
+                      FORCE_PLAIN)
+    _copy_back(y, out)
