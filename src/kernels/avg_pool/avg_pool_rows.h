@@ -79,8 +79,9 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new SumTile<T, A>;
     int64_t o[kMaxRank], xoffs[kMostRegisterOffsets];
-    for (int64_t item = lo; item < hi; ++item) {
-      RowTask t = row_task(item, tiles, rank, c.y.sizes, kRowTile);
+    RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile);
+    for (int64_t item = lo; item < hi; ++item, tasks.next()) {
+      const RowTask& t = *tasks;
       int64_t real_lead = 1, div_lead = 1, yoff = 0;
       for (int d = 0; d < last; ++d) {
         o[d] = t.o[d];

@@ -126,8 +126,9 @@ void max_pool_rows(const MaxPoolCall& c) {
     auto* s = new MaxTile<T, kIndices>;
     const int64_t xs = c.x.strides[last], ps = c.pitch[last];
     int64_t xoffs[kMostRegisterOffsets], foffs[kMostRegisterOffsets];
-    for (int64_t item = lo; item < hi; ++item) {
-      const RowTask task = row_task(item, tiles, rank, c.y.sizes, kRowTile);
+    RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile);
+    for (int64_t item = lo; item < hi; ++item, tasks.next()) {
+      const RowTask& task = *tasks;
       int64_t yoff = 0, ioff = 0;
       for (int d = 0; d < last; ++d) {
         yoff += task.o[d] * c.y.strides[d];
