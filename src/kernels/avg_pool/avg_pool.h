@@ -47,8 +47,7 @@ template <> inline Half average_of<Half, float>(float sum, int64_t divisor) {
 }
 
 // average_of for 16 outputs at once (the compiler leaves the scalar loop alone: the 64-bit
-// divisors and the NaN select); the same arithmetic, so the same bits. FLOAT16 results are
-// converted lane by lane (half_of).
+// divisors and the NaN select); the same arithmetic, so the same bits.
 template <class T, class A>
 inline void average16(const A* sums, const int64_t* divisor, T* y) {
   using VA = Vec<A, 16>;
@@ -59,7 +58,9 @@ inline void average16(const A* sums, const int64_t* divisor, T* y) {
   // (a zero divisor's lane divides by zero and is then dropped)
   const VA r = real ? load_vec<VA>(sums) / __builtin_convertvector(d, VA) : VA{};
   if constexpr (std::is_same_v<T, Half>) {
-    for (int i = 0; i < 16; ++i) y[i] = Half{half_of(r[i])};
+    float f[16];
+    store_vec(f, r);
+    floats_to_halves16(f, reinterpret_cast<uint16_t*>(y));
   } else {
     store_vec(y, r != r ? VA{} + canonical(A(NAN)) : r);
   }

@@ -102,4 +102,29 @@ inline void halves_to_floats(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = half_to_float(src[i]);
 }
 
+// 16 floats to halves at once, NaNs canonical (0x7E00, SPEC 5): F16C's conversions where
+// present, else lane by lane.
+inline void floats_to_halves16(const float* src, uint16_t* dst) {
+#if defined(__AVX512F__)
+  __m512 f = _mm512_loadu_ps(src);
+  __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+  h = _mm256_mask_blend_epi16(nan, h, _mm256_set1_epi16(0x7E00));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), h);
+#elif defined(__F16C__) && defined(__AVX2__)
+  for (int k = 0; k < 16; k += 8) {
+    __m256 f = _mm256_loadu_ps(src + k);
+    __m128i h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+    __m128i nan = _mm_packs_epi32(_mm256_castsi256_si128(nan32),
+                                  _mm256_extracti128_si256(nan32, 1));
+    h = _mm_blendv_epi8(h, _mm_set1_epi16(0x7E00), nan);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k), h);
+  }
+#else
+  for (int i = 0; i < 16; ++i)
+    dst[i] = src[i] != src[i] ? uint16_t(0x7E00u) : float_to_half(src[i]);
+#endif
+}
+
 }  // namespace dmlops
