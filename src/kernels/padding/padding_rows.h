@@ -2,10 +2,13 @@
 // row from the other dimensions' maps, then the row is three runs: the start padding (each
 // element through the last dimension's map), the input row itself (a straight copy, which
 // the compiler turns into vector moves when both rows are packed) and the end padding.
-// A row whose source lies in CONSTANT's padding is filled with the value. Precondition: none.
+// A row whose source lies in CONSTANT's padding is filled with the value; a row whose source
+// row an earlier row of the same plane (and the same share of the work) had is copied from it.
+// Precondition: none.
 #pragma once
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 #include "common/threads.h"
 #include "padding/padding.h"
@@ -28,39 +31,66 @@ void padding_rows(const PadCall& c) {
     for (int64_t o = 0; o < c.y.sizes[d]; ++o)
       map_of[d][o] = pad_source(c.mode, c.x.sizes[d], o - c.start[d]);
   }
+  // the first output coordinate of the second-to-last dimension with the same source (so
+  // its row, once written, can be copied: with padding wider than the input, most rows
+  // repeat one written before)
+  const int second = last - 1;
+  std::vector<int64_t> first_use;
+  if (second >= 0) {
+    std::vector<int64_t> seen(size_t(c.x.sizes[second]) + 1, -1);  // by source + 1
+    for (int64_t o = 0; o < c.y.sizes[second]; ++o) {
+      int64_t& at = seen[size_t(map_of[second][o] + 1)];
+      if (at < 0) at = o;
+      first_use.push_back(at);
+    }
+  }
   const int64_t rows = c.y.count() / out;
   const int64_t mid_lo = lead < out ? lead : out;
   const int64_t mid_hi = lead + n < out ? lead + n : out;
   const int64_t xs = c.x.strides[last], ys = c.y.strides[last];
   parallel_for(rows, double(c.y.count()), c.threads, [&](int64_t lo, int64_t hi) {
+    // the row's output coordinates, stepped like an odometer (a division per dimension and
+    // row cost short rows most of their time)
+    int64_t o[kMaxRank] = {};
+    int64_t rest = lo;
+    for (int d = last - 1; d >= 0; --d) {
+      o[d] = rest % c.y.sizes[d];
+      rest /= c.y.sizes[d];
+    }
     for (int64_t r = lo; r < hi; ++r) {
-      int64_t rest = r, xoff = 0, yoff = 0;
+      if (r > lo)
+        for (int d = last - 1; d >= 0 && ++o[d] == c.y.sizes[d]; --d) o[d] = 0;
+      int64_t xoff = 0, yoff = 0;
       bool outside = false;
-      for (int d = last - 1; d >= 0; --d) {
-        int64_t o = rest % c.y.sizes[d];
-        rest /= c.y.sizes[d];
-        int64_t src = map_of[d][o];
+      for (int d = 0; d < last; ++d) {
+        const int64_t src = map_of[d][o[d]];
         outside = outside || src < 0;
         xoff += src * c.x.strides[d];
-        yoff += o * c.y.strides[d];
+        yoff += o[d] * c.y.strides[d];
       }
       T* y = c.y.template at<T>(yoff);
+      const int64_t before = second >= 0 ? o[second] - first_use[o[second]] : 0;
+      if (before > 0 && r - before >= lo) {  // written by this share already: copied
+        const T* from = y - before * c.y.strides[second];
+        for (int64_t i = 0; i < out; ++i) y[i * ys] = from[i * ys];
+        continue;
+      }
       if (outside) {
-        for (int64_t o = 0; o < out; ++o) y[o * ys] = value;
+        for (int64_t i = 0; i < out; ++i) y[i * ys] = value;
         continue;
       }
       const T* x = c.x.template at<T>(xoff);
       auto border = [&](int64_t a, int64_t b) {
-        for (int64_t o = a; o < b; ++o) {
-          int64_t src = map_of[last][o];
-          y[o * ys] = src < 0 ? value : x[src * xs];
+        for (int64_t i = a; i < b; ++i) {
+          int64_t src = map_of[last][i];
+          y[i * ys] = src < 0 ? value : x[src * xs];
         }
       };
       border(0, mid_lo);
       if (xs == 1 && ys == 1) {
-        for (int64_t o = mid_lo; o < mid_hi; ++o) y[o] = x[o - lead];
+        for (int64_t i = mid_lo; i < mid_hi; ++i) y[i] = x[i - lead];
       } else {
-        for (int64_t o = mid_lo; o < mid_hi; ++o) y[o * ys] = x[(o - lead) * xs];
+        for (int64_t i = mid_lo; i < mid_hi; ++i) y[i * ys] = x[(i - lead) * xs];
       }
       border(mid_hi > mid_lo ? mid_hi : mid_lo, out);
     }
