@@ -77,6 +77,9 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
     }
     return best;
   };
+  using F = Vec<int64_t, Lanes::L>;  // flat indices
+  F lane{};
+  for (int i = 0; i < L; ++i) lane[i] = i * s;
   // whole vectors from va; the last one ends at vb, overlapping the one before it where
   // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
   for (int64_t o = va; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
@@ -101,11 +104,21 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       }
     }
     if (kIndices) {
-      const int64_t is = c.indices.strides[last], ps = c.pitch[last];
-      for (int i = 0; i < L; ++i) {
-        int64_t m = number[i] >> 6, j = number[i] & 63;
-        int64_t flat = r.foff[m] + (c0 + i * s + j * d) * ps;
-        store_index(c.indices, ioff + (o + i) * is, uint64_t(flat));
+      // the flat index of each lane's winner: its row's start looked up lane by lane, the
+      // rest all lanes at once
+      F start;
+      for (int i = 0; i < L; ++i) start[i] = r.foff[number[i] >> 6];
+      const F j = __builtin_convertvector(number & 63, F);
+      const F flat = start + (lane + c0 + j * d) * c.pitch[last];
+      const int64_t is = c.indices.strides[last];
+      if (is == 1 && element_size(c.indices.dtype) == 4) {
+        store_vec(c.indices.template at<uint32_t>(ioff + o),
+                  __builtin_convertvector(flat, Vec<uint32_t, Lanes::L>));
+      } else if (is == 1) {
+        store_vec(c.indices.template at<uint64_t>(ioff + o), flat);
+      } else {
+        for (int i = 0; i < L; ++i)
+          store_index(c.indices, ioff + (o + i) * is, uint64_t(flat[i]));
       }
     }
   }
