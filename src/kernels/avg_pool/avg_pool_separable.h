@@ -28,19 +28,14 @@ void row_sums(const Block<T, A>& b, const SeparableGeometry& geo, int64_t ow) {
   using VA = typename Lanes::VA;
   constexpr int L = Lanes::L;
   const Dim& dl = geo.last;
-  const int64_t len = (b.rows - 1) * b.pitch + dl.in;
-  const Span flat = flat_range(b, dl);
-  const int64_t ga = flat.lo, gb = flat.hi;
-  if (gb - ga >= L) {
-    for (int64_t g = ga; g < gb; g = g + L < gb - L ? g + L : (g + L < gb ? gb - L : gb)) {
-      const int64_t at = g * kStep - dl.start;
-      VA sum{};
-      for (int64_t j = 0; j < dl.window; ++j)
-        sum += Lanes::widen_lanes(load_row<T, L, kStep>(b.x, at + j * dl.dilation, len));
-      store_vec(b.h + g, sum);
-    }
-  }
-  each_column_left(b, geo, ow, gb - ga >= L, [&](const T* row, int64_t o, Span js) {
+  const int64_t len = flat_length(b, dl);
+  const bool flat = for_each_flat_vector<L>(b, dl, [&](int64_t g, int64_t at) {
+    VA sum{};
+    for (int64_t j = 0; j < dl.window; ++j)
+      sum += Lanes::widen_lanes(load_row<T, L, kStep>(b.x, at + j * dl.dilation, len));
+    store_vec(b.h + g, sum);
+  });
+  each_column_left(b, geo, ow, flat, [&](const T* row, int64_t o, Span js) {
     A sum = A(0);
     for (int64_t j = js.lo; j < js.hi; ++j) sum += A(row[input_coord(dl, o, j)]);
     return sum;

@@ -90,12 +90,30 @@ template <class X, class H> struct Block {
 // The flat positions g of a block whose window lies in it, whole: [ga, gb).
 template <class X, class H>
 inline Span flat_range(const Block<X, H>& b, const Dim& dl) {
-  const int64_t s = dl.stride, len = (b.rows - 1) * b.pitch + dl.in;
+  const int64_t s = dl.stride, len = flat_length(b, dl);
   const int64_t ga = dl.start > 0 ? (dl.start + s - 1) / s : 0;
   const int64_t top = len - 1 + dl.start - (dl.window - 1) * dl.dilation;  // g * s <= top
   int64_t gb = top >= 0 ? top / s + 1 : 0;
   if (gb > b.rows * b.width) gb = b.rows * b.width;
   return Span{ga, gb};
+}
+
+// fn(g, at) for the block's flat positions whose window lies in it, L at a time (the last L
+// overlapping the ones before: computed twice, to the same bits), `at` the input position of
+// g's offset 0 from the block's start; false where there are fewer than L of them.
+template <int L, class X, class H, class F>
+bool for_each_flat_vector(const Block<X, H>& b, const Dim& dl, F&& fn) {
+  const Span flat = flat_range(b, dl);
+  const int64_t ga = flat.lo, gb = flat.hi;
+  if (gb - ga < L) return false;
+  for (int64_t g = ga; g < gb; g = g + L < gb - L ? g + L : (g + L < gb ? gb - L : gb))
+    fn(g, g * dl.stride - dl.start);
+  return true;
+}
+
+// The block's length as one flat row: its rows but the last whole, then the last row.
+template <class X, class H> inline int64_t flat_length(const Block<X, H>& b, const Dim& dl) {
+  return (b.rows - 1) * b.pitch + dl.in;
 }
 
 // The first pass's columns that the flat vectors did not do right (`flat`: the flat pass

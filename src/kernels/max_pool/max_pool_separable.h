@@ -50,32 +50,27 @@ void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow)
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
   const Dim& dl = geo.last;
-  const int64_t s = kStep, w = dl.window, d = dl.dilation;
-  const int64_t len = (b.rows - 1) * b.pitch + dl.in;
-  const Span flat = flat_range(b, dl);
-  const int64_t ga = flat.lo, gb = flat.hi;
-  if (gb - ga >= L) {
-    for (int64_t g = ga; g < gb; g = g + L < gb - L ? g + L : (g + L < gb ? gb - L : gb)) {
-      const int64_t at = g * s - dl.start;
-      V best;
-      int64_t j = 1;
-      if (kStep == 2 && d == 1 && w >= 2) {
-        // offsets 0 and 1 are the even and odd elements of the same two loads
-        V odd;
-        load_pair<Raw, L>(b.x, at, len, &best, &odd);
-        best = Lanes::better(odd, best) ? odd : best;
-        j = 2;
-      } else {
-        best = load_row<Raw, L, kStep>(b.x, at, len);
-      }
-      for (; j < w; ++j) {
-        V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
-        best = Lanes::better(v, best) ? v : best;
-      }
-      store_vec(b.h + g, best);
+  const int64_t w = dl.window, d = dl.dilation;
+  const int64_t len = flat_length(b, dl);
+  const bool flat = for_each_flat_vector<L>(b, dl, [&](int64_t g, int64_t at) {
+    V best;
+    int64_t j = 1;
+    if (kStep == 2 && d == 1 && w >= 2) {
+      // offsets 0 and 1 are the even and odd elements of the same two loads
+      V odd;
+      load_pair<Raw, L>(b.x, at, len, &best, &odd);
+      best = Lanes::better(odd, best) ? odd : best;
+      j = 2;
+    } else {
+      best = load_row<Raw, L, kStep>(b.x, at, len);
     }
-  }
-  each_column_left(b, geo, ow, gb - ga >= L, [&](const Raw* row, int64_t o, Span js) {
+    for (; j < w; ++j) {
+      V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
+      best = Lanes::better(v, best) ? v : best;
+    }
+    store_vec(b.h + g, best);
+  });
+  each_column_left(b, geo, ow, flat, [&](const Raw* row, int64_t o, Span js) {
     return column_max<T>(row, dl, o, js);
   });
 }
