@@ -146,10 +146,14 @@ void max_pool_rows(const MaxPoolCall& c) {
       if (register_path(c, geo, rows)) {
         const RegisterRow r{xoffs, foffs, rows};
         // 32 lanes of 1- and 2-byte values fill a 64-byte register, where the row has as many
+        // (the 32-lane instance exists for those types only: compile time)
         Span fast = register_outputs(geo, task.t0, task.t1, 32);
-        if (sizeof(Raw) <= 2 && fast.hi - fast.lo >= 32) {
-          max_pool_registers<T, kIndices, 32>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
-        } else {
+        bool wide = false;
+        if constexpr (sizeof(Raw) <= 2) {
+          wide = fast.hi - fast.lo >= 32;
+          if (wide) max_pool_registers<T, kIndices, 32>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+        }
+        if (!wide) {
           fast = register_outputs(geo, task.t0, task.t1, 16);
           max_pool_registers<T, kIndices, 16>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
         }

@@ -93,20 +93,19 @@ inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, 
   }
 }
 
-// A row of ow outputs: vectors of the widest of 64, 32 or 16 bytes the row fills, the last
+// A row of ow outputs: vectors of 64 bytes, or 16 where the row is shorter, the last
 // overlapping the one before; a row shorter than 16 bytes one output at a time.
 template <class T>
 void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t ow,
                 typename MaxKey<T>::Raw* y, int64_t ys) {
   using Raw = typename MaxKey<T>::Raw;
-  constexpr int L64 = 64 / sizeof(Raw), L32 = 32 / sizeof(Raw), L16 = 16 / sizeof(Raw);
+  constexpr int L64 = 64 / sizeof(Raw), L16 = 16 / sizeof(Raw);
   auto sweep = [&](auto lanes) {
     constexpr int L = decltype(lanes)::value;
     for (int64_t o = 0; o < ow; o = o + L < ow - L ? o + L : (o + L < ow ? ow - L : ow))
       column_block<T, L>(rows, n, o, y, ys);
   };
   if (ow >= L64) return sweep(std::integral_constant<int, L64>{});
-  if (ow >= L32) return sweep(std::integral_constant<int, L32>{});
   if (ow >= L16) return sweep(std::integral_constant<int, L16>{});
   for (int64_t o = 0; o < ow; ++o) {
     Raw best = rows[0][o];
