@@ -83,16 +83,26 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
   auto load = [&](const Raw* row, int64_t at) {
     return Lanes::widen_lanes(load_row<Raw, L, kStep>(row, at, in));
   };
+  // a window row's offsets added in order; at stride 2, offsets 0 and 1 are the even and
+  // odd elements of the same two loads
+  auto add_row = [&](VA& sum, const Raw* row, int64_t c0) {
+    int64_t j = 0;
+    if (kStep == 2 && d == 1 && w >= 2) {
+      typename Lanes::VR even, odd;
+      load_pair<Raw, L>(row, c0, in, &even, &odd);
+      sum += Lanes::widen_lanes(even);
+      sum += Lanes::widen_lanes(odd);
+      j = 2;
+    }
+    for (; j < w; ++j) sum += load(row, c0 + j * d);
+  };
   int64_t o = va;
   for (; o + 2 * L <= vb; o += 2 * L) {
     const int64_t c0 = o * s - dl.start, c1 = c0 + L * s;
     VA sum0{}, sum1{};
     for (int64_t m = 0; m < rows; ++m) {
-      const Raw* row = x + xoffs[m];
-      for (int64_t j = 0; j < w; ++j) {
-        sum0 += load(row, c0 + j * d);
-        sum1 += load(row, c1 + j * d);
-      }
+      add_row(sum0, x + xoffs[m], c0);
+      add_row(sum1, x + xoffs[m], c1);
     }
     store_vec(sums + (o - first), sum0);
     store_vec(sums + (o - first) + L, sum1);
@@ -101,8 +111,7 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
   for (; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
     const int64_t c0 = o * s - dl.start;
     VA sum{};
-    for (int64_t m = 0; m < rows; ++m)
-      for (int64_t j = 0; j < w; ++j) sum += load(x + xoffs[m], c0 + j * d);
+    for (int64_t m = 0; m < rows; ++m) add_row(sum, x + xoffs[m], c0);
     store_vec(sums + (o - first), sum);
   }
 }

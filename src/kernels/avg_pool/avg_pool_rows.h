@@ -79,6 +79,9 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new SumTile<T, A>;
     int64_t o[kMaxRank], xoffs[kMostRegisterOffsets];
+    struct Kept {
+      int64_t real, div, t0, n;
+    } kept{-1, -1, -1, -1};
     RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile);
     for (int64_t item = lo; item < hi; ++item, tasks.next()) {
       const RowTask& t = *tasks;
@@ -92,10 +95,16 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
         div_lead *= c.include_padding ? geo.lead_padded(i, o[i + 2]) : geo.lead_real(i, o[i + 2]);
       }
       const int64_t n = t.t1 - t.t0;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t out = t.t0 + i;
-        s->real[i] = real_lead * geo.last_real(out);
-        s->divisor[i] = div_lead * (c.include_padding ? geo.last_padded(out) : geo.last_real(out));
+      // the counts are the row before's unless its leading factors or tile differ (they
+      // change only at the other dimensions' borders; 64-bit multiplies were 4 % of 2a)
+      if (real_lead != kept.real || div_lead != kept.div || t.t0 != kept.t0 || n != kept.n) {
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t out = t.t0 + i;
+          s->real[i] = real_lead * geo.last_real(out);
+          s->divisor[i] =
+              div_lead * (c.include_padding ? geo.last_padded(out) : geo.last_real(out));
+        }
+        kept = Kept{real_lead, div_lead, t.t0, n};
       }
       int64_t rows = 0;
       geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
