@@ -83,14 +83,23 @@ void max_grad(const MaxGradCall& c) {
       const int64_t as = c.arg.strides[last], gs = c.dy.strides[last];
       Tensor arg_rows = c.arg, dy_rows = c.dy;
       arg_rows.rank = dy_rows.rank = last;
-      for (Walk wa(arg_rows, 2, ab), wg(dy_rows, 2, dyb); wa.more(); wa.next(), wg.next()) {
-        const uint64_t* arg = c.arg.template at<uint64_t>(wa.offset);
-        const T* g = c.dy.template at<T>(wg.offset);
-        for (int64_t i = 0; i < width; ++i) {
-          uint64_t a = arg[i * as];
-          if (a != c.empty) sums.acc[a - first] += widen<A>(g[i * gs]);
+      // (4-byte indices where every flat index fits: half the argmax's memory and traffic)
+      auto scatter = [&](auto index) {
+        using I = decltype(index);
+        const I empty = I(c.empty);
+        for (Walk wa(arg_rows, 2, ab), wg(dy_rows, 2, dyb); wa.more(); wa.next(), wg.next()) {
+          const I* arg = c.arg.template at<I>(wa.offset);
+          const T* g = c.dy.template at<T>(wg.offset);
+          for (int64_t i = 0; i < width; ++i) {
+            const I a = arg[i * as];
+            if (a != empty) sums.acc[uint64_t(a) - first] += widen<A>(g[i * gs]);
+          }
         }
-      }
+      };
+      if (element_size(c.arg.dtype) == 4)
+        scatter(uint32_t{});
+      else
+        scatter(uint64_t{});
       sums.template write<T>(c.dx, plane);
     }
   });

@@ -146,8 +146,9 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
 
 
 def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
-    # the argmax of every window (flat indices, as max pooling gives them), then the scatter
-    arg = np.empty(dy.shape, np.uint64)
+    # the argmax of every window (flat indices, as max pooling gives them), then the scatter;
+    # 4-byte indices where every flat index and the empty marker (all ones) fit
+    arg = np.empty(dy.shape, np.uint32 if x.size < 2**32 - 1 else np.uint64)
     pitch, x, window, strides, start, dilations, arg_view = _max_layout(
         x, window, strides, start, dilations, arg)
     k, threads = kernels(), get_num_threads()
