@@ -13,7 +13,7 @@ namespace dmlops {
 // MAX_POOLING_GRAD's scatter: dy's value goes to the plane-local element whose flat index
 // (over the whole input) `arg` holds, unless it is `empty`. The argmax comes from max_pool.
 struct MaxGradCall {
-X
+  Tensor dy, arg, dx;  // arg: dy's sizes, 4- or 8-byte flat indices (empty: all ones)
   uint64_t empty;
   int threads;
 };
