@@ -243,13 +243,20 @@ def test_average_pooling_sums_in_row_major_order(c, incl):
 
 
 @settings(max_examples=100)
-@given(c=cases(FLOATS))
-def test_max_pooling_grad_bitwise(c):
+@given(c=cases(FLOATS), wide_argmax=st.booleans())
+def test_max_pooling_grad_bitwise(c, wide_argmax):
+    """The gradient against the reference, through a 4-byte argmax and (``wide_argmax``:
+    the form of inputs of 2^32 elements or more) an 8-byte one."""
     x, window, kw, out, rng = c
-    dy = rng.standard_normal(x.shape[:2] + out).astype(x.dtype)
-    got = dml.max_pooling_grad(x, dy, window, backend="cpu", **kw)
-    want = dml.max_pooling_grad(x, dy, window, backend="reference", **kw)
-    assert _same(got, want)
+    if wide_argmax:
+        cpu.ARGMAX32_MOST = 0
+    try:
+        dy = rng.standard_normal(x.shape[:2] + out).astype(x.dtype)
+        got = dml.max_pooling_grad(x, dy, window, backend="cpu", **kw)
+        want = dml.max_pooling_grad(x, dy, window, backend="reference", **kw)
+        assert _same(got, want)
+    finally:
+        cpu.ARGMAX32_MOST = 2**32 - 1
 
 
 @settings(max_examples=100)

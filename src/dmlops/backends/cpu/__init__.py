@@ -145,10 +145,15 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
     _copy_back(y, out)
 
 
+# The gradient's argmax is 4-byte for inputs of fewer elements than this (tests lower it to
+# run the 8-byte form on small inputs).
+ARGMAX32_MOST = 2**32 - 1
+
+
 def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     # the argmax of every window (flat indices, as max pooling gives them), then the scatter;
     # 4-byte indices where every flat index and the empty marker (all ones) fit
-    arg = np.empty(dy.shape, np.uint32 if x.size < 2**32 - 1 else np.uint64)
+    arg = np.empty(dy.shape, np.uint32 if x.size < ARGMAX32_MOST else np.uint64)
     pitch, x, window, strides, start, dilations, arg_view = _max_layout(
         x, window, strides, start, dilations, arg)
     k, threads = kernels(), get_num_threads()
