@@ -160,8 +160,6 @@ class _Plans:
 _plans = _Plans(CACHE_SIZE)
 
 
-
-
 def planned(planner, operands: tuple, *params):
     """``planner(*operands, *params)``, kept for the next call with the same key.
 

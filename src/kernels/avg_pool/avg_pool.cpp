@@ -30,7 +30,7 @@ void average_pool(const SumPoolCall& c) {
       T* y = c.y.template at<T>(yrow + t0 * ys);
       if (ys == 1) {
         sweep<16>(
-            n, [&](int64_t i) { average16<T, A>(sums + i, divisor + i, y + i); },
+            0, n, [&](int64_t i) { average16<T, A>(sums + i, divisor + i, y + i); },
             [&](int64_t i) { y[i] = average_of<T, A>(sums[i], divisor[i]); });
       } else {
         for (int64_t i = 0; i < n; ++i) y[i * ys] = average_of<T, A>(sums[i], divisor[i]);
@@ -60,7 +60,7 @@ void quantized(const SumPoolCall& c) {
       };
       if constexpr (std::is_same_v<A, int32_t>) {
         sweep<16>(
-            n,
+            0, n,
             [&](int64_t i) {
               requantize16<Y>(sums + i, real + i, divisor + i, zp, s_in, s_out,
                               int32_t(zp_out), y + i);

@@ -13,7 +13,8 @@ constexpr int64_t kCacheLine = 64;
 inline void prefetch_piece(const void* p, int64_t bytes, int64_t k, int64_t pieces) {
   const char* c = static_cast<const char*>(p);
   const int64_t lo = bytes * k / pieces, hi = bytes * (k + 1) / pieces;
-  for (int64_t at = lo - lo % kCacheLine; at < hi; at += kCacheLine) __builtin_prefetch(c + at, 0, 3);
+  for (int64_t at = lo - lo % kCacheLine; at < hi; at += kCacheLine)
+    __builtin_prefetch(c + at, 0, 3);
 }
 
 }  // namespace dmlops

@@ -13,6 +13,7 @@
 
 #include "common/config.h"
 #include "common/prefetch.h"
+#include "common/simd.h"
 #include "common/tensor.h"
 #include "common/threads.h"
 #include "common/window.h"
@@ -104,10 +105,9 @@ inline Span flat_range(const Block<X, H>& b, const Dim& dl) {
 template <int L, class X, class H, class F>
 bool for_each_flat_vector(const Block<X, H>& b, const Dim& dl, F&& fn) {
   const Span flat = flat_range(b, dl);
-  const int64_t ga = flat.lo, gb = flat.hi;
-  if (gb - ga < L) return false;
-  for (int64_t g = ga; g < gb; g = g + L < gb - L ? g + L : (g + L < gb ? gb - L : gb))
-    fn(g, g * dl.stride - dl.start);
+  if (flat.hi - flat.lo < L) return false;
+  sweep<L>(flat.lo, flat.hi, [&](int64_t g) { fn(g, g * dl.stride - dl.start); },
+           [](int64_t) {});
   return true;
 }
 

@@ -77,15 +77,15 @@ inline void load_pair(const T* row, int64_t at, int64_t in, Vec<T, L>* even, Vec
   *odd = odd_lanes(a, b, std::make_index_sequence<L>{});
 }
 
-// vec(i) for i = 0, L, 2L, ... and a last one at n - L, overlapping the one before (its
-// outputs computed twice, to the same bits); one(i) for each i where n < L.
+// vec(i) for i = a, a + L, a + 2L, ... and a last one at b - L, overlapping the one before
+// (its outputs computed twice, to the same bits); one(i) for each i where b - a < L.
 template <int L, class VecFn, class OneFn>
-inline void sweep(int64_t n, VecFn&& vec, OneFn&& one) {
-  if (n < L) {
-    for (int64_t i = 0; i < n; ++i) one(i);
+inline void sweep(int64_t a, int64_t b, VecFn&& vec, OneFn&& one) {
+  if (b - a < L) {
+    for (int64_t i = a; i < b; ++i) one(i);
     return;
   }
-  for (int64_t i = 0; i < n; i = i + L < n - L ? i + L : (i + L < n ? n - L : n)) vec(i);
+  for (int64_t i = a; i < b; i = i + L < b - L ? i + L : (i + L < b ? b - L : b)) vec(i);
 }
 
 }  // namespace dmlops

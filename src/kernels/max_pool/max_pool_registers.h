@@ -82,7 +82,7 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   for (int i = 0; i < L; ++i) lane[i] = i * s;
   // whole vectors from va; the last one ends at vb, overlapping the one before it where
   // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
-  for (int64_t o = va; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
+  sweep<L>(va, vb, [&](int64_t o) {
     const int64_t c0 = o * s - dl.start;  // input coordinate of lane 0 at offset 0
     // each window row's best first, then the rows in order: the same winner as one offset
     // at a time (the first of the best), with shorter chains of dependent comparisons
@@ -121,7 +121,7 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
           store_index(c.indices, ioff + (o + i) * is, uint64_t(flat[i]));
       }
     }
-  }
+  }, [](int64_t) {});  // (never: the caller gives at least L outputs)
 }
 
 template <class T, bool kIndices, int kLanes>

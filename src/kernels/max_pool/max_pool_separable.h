@@ -11,8 +11,6 @@
 // (common/separable.h: two spatial dimensions, the last packed, rows a pitch apart that the
 // window's stride along the last dimension, 1 or 2, divides).
 #pragma once
-#include <type_traits>
-
 #include "common/keys.h"
 #include "common/separable.h"
 #include "common/simd.h"
@@ -100,19 +98,16 @@ void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o
                 typename MaxKey<T>::Raw* y, int64_t ys) {
   using Raw = typename MaxKey<T>::Raw;
   constexpr int L64 = 64 / sizeof(Raw), L16 = 16 / sizeof(Raw);
-  auto sweep = [&](auto lanes) {
-    constexpr int L = decltype(lanes)::value;
-    for (int64_t o = 0; o < ow; o = o + L < ow - L ? o + L : (o + L < ow ? ow - L : ow))
-      column_block<T, L>(rows, n, o, y, ys);
-  };
-  if (ow >= L64) return sweep(std::integral_constant<int, L64>{});
-  if (ow >= L16) return sweep(std::integral_constant<int, L16>{});
-  for (int64_t o = 0; o < ow; ++o) {
+  auto one = [&](int64_t o) {
     Raw best = rows[0][o];
     for (int64_t m = 1; m < n; ++m)
       if (MaxKey<T>::key_raw(rows[m][o]) > MaxKey<T>::key_raw(best)) best = rows[m][o];
     store(y + o * ys, best);
-  }
+  };
+  if (ow >= L64)
+    sweep<L64>(0, ow, [&](int64_t o) { column_block<T, L64>(rows, n, o, y, ys); }, one);
+  else
+    sweep<L16>(0, ow, [&](int64_t o) { column_block<T, L16>(rows, n, o, y, ys); }, one);
 }
 
 template <class T>
