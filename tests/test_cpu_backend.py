@@ -302,6 +302,48 @@ def test_quantized_sums_at_the_accumulators_limits(window, din):
         assert abs(int(got[0, 0, 0, 0])) == 64         # all 255 from the zero point
 
 
+
+def _scales_one_rounding_gets_wrong(sums, divisor, rng):
+    """Scales (s_in, s_out) for which SPEC 3.3's three float32 roundings of
+    sum * s_in / divisor / s_out and a single multiplier s_in / (divisor * s_out) round some
+    of ``sums`` to different integers: those lanes lie within a rounding of a half."""
+    f = np.float32
+    c = sums.astype(f)
+    for _ in range(5000):
+        s_in, s_out = f(rng.uniform(0.5, 2)), f(rng.uniform(0.5, 2))
+        t = (c * s_in) / f(divisor) / s_out
+        k = f(np.float64(s_in) / (np.float64(f(divisor)) * np.float64(s_out)))
+        if np.any(np.rint(c * k) != np.rint(t)):
+            return s_in, s_out
+    raise AssertionError("no scales found")
+
+
+@pytest.mark.parametrize("spatial", [(3, 1000), (3, 3, 400)])    # separable, rows paths
+def test_quantized_outputs_near_a_half_are_exact(spatial):
+    """The kernels may requantize by one multiplier per output where that cannot change the
+    rounded result; outputs within a rounding of a half take SPEC 3.3's exact arithmetic. Here
+    scales are searched for which a single multiplier would round some outputs the wrong way,
+    and exact halves (ties to even), scales outside the multiplier's range and divisors of
+    every border are checked too: the reference's bits throughout."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 256, (1, 2) + spatial, dtype=np.uint8)
+    window = (3,) * len(spatial)
+    sums = np.lib.stride_tricks.sliding_window_view(
+        x.astype(np.int64), window, axis=tuple(range(2, x.ndim))).sum(
+        axis=tuple(range(-len(spatial), 0)))
+    s_in, s_out = _scales_one_rounding_gets_wrong(sums.reshape(-1), 3 ** len(spatial), rng)
+    cases = [(s_in, s_out, {}),
+             (1.0, 2.0, {}),                                   # eighths, ninths: ties
+             (1.0, 0.125, dict(start_padding=1, end_padding=1, include_padding=True)),
+             (2.0 ** -45, 2.0 ** -46, dict(start_padding=1, end_padding=2)),
+             (2.0 ** 41, 2.0 ** 44, {})]
+    for s_in, s_out, kw in cases:
+        args = (x, s_in, np.uint8(0), s_out, np.uint8(3), window)
+        got = dml.quantized_linear_average_pooling(*args, backend="cpu", **kw)
+        want = dml.quantized_linear_average_pooling(*args, backend="reference", **kw)
+        assert _same(got, want), (s_in, s_out, kw)
+
+
 def _quantized_desc_run(x, params, window, kw, out_shape, backend):
     """Quantized pooling through the description layer, whose output sizes may exceed the
     computed ones (SPEC 2: windows past the end padding)."""

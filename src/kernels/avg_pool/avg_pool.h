@@ -4,6 +4,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "common/half.h"
@@ -35,6 +37,15 @@ struct SumPoolCall {
 
 void average_pool(const SumPoolCall& call);
 void quantized_average_pool(const SumPoolCall& call);
+
+// The real elements' count and the divisor of each output of a row tile, as the summing
+// paths hand them to a finish; `version` changes (within one task) whenever they do, so that
+// what a finish derives from them (multipliers, float divisors) can be kept across rows.
+struct Counts {
+  const int64_t* real;
+  const int64_t* divisor;
+  int64_t version;
+};
 
 // An average's result in the output type: +0.0 for a zero divisor, NaN canonical (SPEC 5).
 template <class T, class A> inline T average_of(A sum, int64_t divisor) {
@@ -105,6 +116,37 @@ inline void requantize16(const int32_t* sum, const int64_t* real, const int64_t*
   q = q > hi ? VI{} + hi : q;
   q = div > 0 ? q : VI{} + zp_out;
   store_vec(y, __builtin_convertvector(q, Vec<T, 16>));
+}
+
+// requantize16's results from one multiplier per lane, k = s_in / (d * s_out) rounded once
+// to float from double: a = (sum - corr) * k is within 2 units in the last place (2^-24
+// relative) of the exact quotient, the three roundings of requantize16's t within 3 more,
+// so where |a| <= 1024 the two differ by less than 5.1 * 1024 * 2^-24 < 2^-11, and rint(a)
+// is rint(t) wherever a is further than 2^-11 from a half. Beyond +-1024 both clamp to the
+// type's range. False, and nothing stored, where a lane lies that near a half: then the
+// exact arithmetic decides. The caller keeps the scales within [2^-40, 2^40] (no overflow,
+// no subnormal steps that could matter) and the divisors' floats as requantize16 rounds
+// them. live: -1 where the divisor is positive, else 0 (the output is zp_out).
+template <class T>
+inline bool requantize16_by_multiplier(const int32_t* sum, const int32_t* corr, const float* k,
+                                       const int32_t* live, int32_t zp_out, T* y) {
+  using VI = Vec<int32_t, 16>;
+  using VF = Vec<float, 16>;
+  VF a = __builtin_convertvector(load_vec<VI>(sum) - load_vec<VI>(corr), VF) * load_vec<VF>(k);
+  a = a < -1024.0f ? VF{} - 1024.0f : a;
+  a = a > 1024.0f ? VF{} + 1024.0f : a;
+  const float magic = 12582912.0f;  // 1.5 * 2^23: round half to even
+  const VF r = (a + magic) - magic;
+  VF f = a - r;  // exact
+  f = f < 0.0f ? -f : f;
+  if (any_lane((0.5f - f) < 0x1p-11f)) return false;
+  VI q = __builtin_convertvector(r, VI) + zp_out;
+  const int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  q = q < lo ? VI{} + lo : q;
+  q = q > hi ? VI{} + hi : q;
+  q = load_vec<VI>(live) != 0 ? q : VI{} + zp_out;
+  store_vec(y, __builtin_convertvector(q, Vec<T, 16>));
+  return true;
 }
 
 // Which of a quantization's 1 or C values the output at coordinates o uses.

@@ -62,10 +62,10 @@ struct SumTile {
   }
 };
 
-// finish(row coordinates, offset of the output row, t0, n, sums, real counts, divisors) for
-// each tile [t0, t0 + n) of every output row.
-template <class T, class A, class F>
-void sum_pool_rows(const SumPoolCall& c, F&& finish) {
+// finish(row coordinates, offset of the output row, t0, n, sums, counts) for each tile
+// [t0, t0 + n) of every output row; make_finish() makes each task's finish.
+template <class T, class A, class MakeFinish>
+void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
   const int rank = c.x.rank, last = rank - 1, k = rank - 2;
   const int64_t ow = c.y.sizes[last];
   const int64_t tiles = (ow + kRowTile - 1) / kRowTile;
@@ -78,10 +78,12 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
   for (int i = 0; i < k; ++i) volume *= double(c.w.size[i]);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new SumTile<T, A>;
+    auto finish = make_finish();
     int64_t o[kMaxRank], xoffs[kMostRegisterOffsets];
     struct Kept {
       int64_t real, div, t0, n;
     } kept{-1, -1, -1, -1};
+    Counts counts{s->real, s->divisor, 0};
     RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile);
     for (int64_t item = lo; item < hi; ++item, tasks.next()) {
       const RowTask& t = *tasks;
@@ -105,6 +107,7 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
               div_lead * (c.include_padding ? geo.last_padded(out) : geo.last_real(out));
         }
         kept = Kept{real_lead, div_lead, t.t0, n};
+        ++counts.version;
       }
       int64_t rows = 0;
       geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
@@ -120,7 +123,7 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, s->acc, t.t0);
         o[last] = t.t0;
-        finish(o, yoff, t.t0, n, s->acc, s->real, s->divisor);
+        finish(o, yoff, t.t0, n, s->acc, counts);
         continue;
       }
       for (int64_t i = 0; i < n; ++i) s->acc[i] = A(0);
@@ -137,7 +140,7 @@ void sum_pool_rows(const SumPoolCall& c, F&& finish) {
             });
       });
       o[last] = t.t0;
-      finish(o, yoff, t.t0, n, s->acc, s->real, s->divisor);
+      finish(o, yoff, t.t0, n, s->acc, counts);
     }
     delete s;
   });

@@ -8,7 +8,9 @@
 // Precondition: integer sums (the caller's compile-time choice), and separable_sums_path
 // (separable_shape, common/separable.h).
 #pragma once
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "avg_pool/avg_pool.h"
 #include "avg_pool/avg_pool_registers.h"
@@ -35,19 +37,52 @@ void row_sums(const Block<T, A>& b, const SeparableGeometry& geo, int64_t ow) {
       sum += Lanes::widen_lanes(load_row<T, L, kStep>(b.x, at + j * dl.dilation, len));
     store_vec(b.h + g, sum);
   });
-  each_column_left(b, geo, ow, flat, [&](const T* row, int64_t o, Span js) {
+  each_column_left(b, geo, ow, flat, [&](const T* row, const int64_t* at, int64_t count) {
     A sum = A(0);
-    for (int64_t j = js.lo; j < js.hi; ++j) sum += A(row[input_coord(dl, o, j)]);
+    for (int64_t j = 0; j < count; ++j) sum += A(row[at[j]]);
     return sum;
   });
 }
 
-// finish(row coordinates, offset of the output row, t0, n, sums, real counts, divisors), as
-// sum_pool_rows calls it, for every output row in tiles of kSeparableTile columns.
-template <class T, class A, class F>
-void sum_pool_separable(const SumPoolCall& c, F&& finish) {
+// sums[i] = the sum over window rows j of h[j][i] for i in [0, m), 16 at a time; kRows: the
+// rows' count where known when compiled (0: `rows`), so that the rows' pointers stay in
+// registers.
+template <class A, int kRows>
+void sum_columns(const A* const* h, int64_t rows, int64_t m, A* sums) {
+  constexpr int L = 16;
+  using VA = Vec<A, L>;
+  if (kRows > 0) rows = kRows;
+  sweep<L>(
+      0, m,
+      [&](int64_t i) {
+        VA sum = load_vec<VA>(h[0] + i);
+        for (int64_t j = 1; j < rows; ++j) sum += load_vec<VA>(h[j] + i);
+        store_vec(sums + i, sum);
+      },
+      [&](int64_t i) {
+        A sum = h[0][i];
+        for (int64_t j = 1; j < rows; ++j) sum += h[j][i];
+        sums[i] = sum;
+      });
+}
+
+// Whether the second pass may run flat over a block's full rows (flat_run): window rows one
+// input row apart, as many outputs per row as first-pass results (so a row's results follow
+// the row before's without a gap) and the output's rows packed back to back.
+inline bool flat_second_pass(const SumPoolCall& c, const SeparableGeometry& geo) {
+  const int64_t ow = c.y.sizes[3], width = c.x.strides[2] / geo.last.stride;
+  return geo.rows.stride == 1 && ow == width && c.y.strides[3] == 1 && c.y.strides[2] == ow;
+}
+
+// finish(row coordinates, offset of the output row, t0, n, sums, counts), as sum_pool_rows
+// calls it, for every output row in tiles of kSeparableTile columns; where flat_second_pass
+// holds, a block's full rows (every window row real, so the same counts in every row) go to
+// finish as one tile of their rows' outputs back to back, as if one long row: whole vectors
+// across the rows' ends and one finish call for the lot.
+template <class T, class A, class MakeFinish>
+void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   const SeparableGeometry geo(c.x, c.y, c.w);
-  const int64_t ow = c.y.sizes[3];
+  const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3];
   const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
   auto first = [&](const Block<T, A>& b) {
     if (geo.last.stride == 1)
@@ -55,30 +90,101 @@ void sum_pool_separable(const SumPoolCall& c, F&& finish) {
     else
       row_sums<T, A, 2>(b, geo, ow);
   };
-  auto second = [&](const Block<T, A>& b, int64_t r0, int64_t oy, int64_t yoff, int64_t n,
-                    int64_t ch) {
-    const Span js = geo.row_offsets[oy];
-    const int64_t row_real = geo.row_real[oy];
-    const int64_t row_div = c.include_padding ? geo.row_padded[oy] : row_real;
-    const int64_t o[4] = {n, ch, oy, 0};
-    A sums[kSeparableTile];
-    int64_t real[kSeparableTile], divisor[kSeparableTile];
-    for (int64_t t0 = 0; t0 < ow; t0 += kSeparableTile) {
-      const int64_t m = ow - t0 < kSeparableTile ? ow - t0 : kSeparableTile;
-      for (int64_t i = 0; i < m; ++i) sums[i] = A(0);
-      for (int64_t j = js.lo; j < js.hi; ++j) {
-        const A* h = b.h + (input_coord(geo.rows, oy, j) - r0) * b.width + t0;
-        for (int64_t i = 0; i < m; ++i) sums[i] += h[i];
+  // the full rows' counts, row after row for as many rows as a block holds
+  const bool flat = flat_second_pass(c, geo);
+  std::vector<int64_t> flat_real, flat_div;
+  if (flat && geo.full_rows.hi > geo.full_rows.lo) {
+    const int64_t rows = geo.block_rows(oh, ow, int64_t(sizeof(A)));
+    const int64_t fr = geo.full_rows.lo;
+    const int64_t row_real = geo.row_real[fr];
+    const int64_t row_div = c.include_padding ? geo.row_padded[fr] : row_real;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t o = 0; o < ow; ++o) {
+        flat_real.push_back(row_real * geo.last_real[o]);
+        flat_div.push_back(row_div * (c.include_padding ? geo.last_padded[o] : geo.last_real[o]));
       }
-      for (int64_t i = 0; i < m; ++i) {
-        const int64_t col = geo.last_real[t0 + i];
-        real[i] = row_real * col;
-        divisor[i] = row_div * (c.include_padding ? geo.last_padded[t0 + i] : col);
-      }
-      finish(o, yoff, t0, m, sums, real, divisor);
     }
+  }
+  const Counts flat_counts{flat_real.data(), flat_div.data(), 0};
+  // a task's sums and counts of one tile; a row's counts are the row before's unless the
+  // row's factors or the tile differ (they change only at the borders)
+  struct Tile {
+    std::vector<A> sums;
+    int64_t real[kSeparableTile], divisor[kSeparableTile];
+    int64_t row_real = -1, row_div = -1, t0 = -1;
+    Counts counts{real, divisor, 0};
   };
-  separable_blocks<T, A>(c.x, c.y, geo, c.threads, work, first, second);
+  // sums[i] = the sum over window rows j of h_j[i], for i in [0, m)
+  auto column_sums = [](const A* const* h, int64_t rows, int64_t m, A* sums) {
+    if (rows == 3) return sum_columns<A, 3>(h, rows, m, sums);
+    if (rows == 2) return sum_columns<A, 2>(h, rows, m, sums);
+    sum_columns<A, 0>(h, rows, m, sums);
+  };
+  auto task = [&]() {
+    return [&, tile = std::make_unique<Tile>(), finish = make_finish()](
+               const Block<T, A>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
+               int64_t n, int64_t ch, auto&& prefetch) mutable {
+      Tile& s = *tile;
+      const A* h[kMostRegisterOffsets];
+      auto window_rows = [&](int64_t oy, Span js) {
+        for (int64_t j = js.lo; j < js.hi; ++j)
+          h[j - js.lo] = b.h + (input_coord(geo.rows, oy, j) - r0) * b.width;
+        return js.hi - js.lo;
+      };
+      auto one_row = [&](int64_t oy) {
+        const Span js = geo.row_offsets[oy];
+        const int64_t row_real = geo.row_real[oy];
+        const int64_t row_div = c.include_padding ? geo.row_padded[oy] : row_real;
+        const int64_t o[4] = {n, ch, oy, 0};
+        const int64_t yoff = yplane + oy * c.y.strides[2];
+        const int64_t rows = window_rows(oy, js);
+        if (int64_t(s.sums.size()) < kSeparableTile) s.sums.resize(kSeparableTile);
+        for (int64_t t0 = 0; t0 < ow; t0 += kSeparableTile) {
+          const int64_t m = ow - t0 < kSeparableTile ? ow - t0 : kSeparableTile;
+          if (rows == 0) {
+            for (int64_t i = 0; i < m; ++i) s.sums[i] = A(0);
+          } else {
+            const A* ht[kMostRegisterOffsets];
+            for (int64_t j = 0; j < rows; ++j) ht[j] = h[j] + t0;
+            column_sums(ht, rows, m, s.sums.data());
+          }
+          if (row_real != s.row_real || row_div != s.row_div || t0 != s.t0) {
+            for (int64_t i = 0; i < m; ++i) {
+              const int64_t col = geo.last_real[t0 + i];
+              s.real[i] = row_real * col;
+              s.divisor[i] = row_div * (c.include_padding ? geo.last_padded[t0 + i] : col);
+            }
+            s.row_real = row_real, s.row_div = row_div, s.t0 = t0;
+            ++s.counts.version;
+          }
+          finish(o, yoff, t0, m, s.sums.data(), s.counts);
+        }
+      };
+      Span run{b0, b0};
+      if (flat) {
+        run.lo = geo.full_rows.lo > b0 ? geo.full_rows.lo : b0;
+        run.hi = geo.full_rows.hi < b1 ? geo.full_rows.hi : b1;
+        if (run.hi < run.lo) run = Span{b0, b0};
+      }
+      for (int64_t oy = b0; oy < run.lo; ++oy) {
+        prefetch();
+        one_row(oy);
+      }
+      if (run.hi > run.lo) {
+        for (int64_t oy = run.lo; oy < run.hi; ++oy) prefetch();
+        const int64_t m = (run.hi - run.lo) * ow;
+        if (int64_t(s.sums.size()) < m) s.sums.resize(size_t(m));
+        column_sums(h, window_rows(run.lo, geo.row_offsets[run.lo]), m, s.sums.data());
+        const int64_t o[4] = {n, ch, run.lo, 0};
+        finish(o, yplane + run.lo * c.y.strides[2], 0, m, s.sums.data(), flat_counts);
+      }
+      for (int64_t oy = run.hi > run.lo ? run.hi : run.lo; oy < b1; ++oy) {
+        prefetch();
+        one_row(oy);
+      }
+    };
+  };
+  separable_blocks<T, A>(c.x, c.y, geo, c.threads, work, first, task);
 }
 
 }  // namespace dmlops

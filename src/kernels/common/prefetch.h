@@ -9,12 +9,26 @@ namespace dmlops {
 
 constexpr int64_t kCacheLine = 64;
 
-// Piece `k` of `pieces` of the bytes [p, p + bytes), for reading.
-inline void prefetch_piece(const void* p, int64_t bytes, int64_t k, int64_t pieces) {
-  const char* c = static_cast<const char*>(p);
-  const int64_t lo = bytes * k / pieces, hi = bytes * (k + 1) / pieces;
-  for (int64_t at = lo - lo % kCacheLine; at < hi; at += kCacheLine)
-    __builtin_prefetch(c + at, 0, 3);
-}
+// The bytes [p, p + bytes), for reading, in `pieces` steps: each next() asks for the next
+// piece's cache lines (no divisions per step: a step is called once per output row).
+class Prefetch {
+ public:
+  Prefetch() = default;
+  Prefetch(const void* p, int64_t bytes, int64_t pieces)
+      : at_(static_cast<const char*>(p)), end_(at_ + (bytes > 0 ? bytes : 0)) {
+    const int64_t lines = (bytes + kCacheLine - 1) / kCacheLine;
+    per_ = pieces > 0 ? (lines + pieces - 1) / pieces : lines;
+  }
+
+  void next() {
+    for (int64_t i = 0; i < per_ && at_ < end_; ++i, at_ += kCacheLine)
+      __builtin_prefetch(at_, 0, 3);
+  }
+
+ private:
+  const char* at_ = nullptr;
+  const char* end_ = nullptr;
+  int64_t per_ = 0;
+};
 
 }  // namespace dmlops

@@ -44,11 +44,17 @@ struct SeparableGeometry {
   std::vector<Span> edge_offsets;
   std::vector<int64_t> row_real, row_padded;    // per output row: divisor factors (SPEC 3.1)
   std::vector<int64_t> last_real, last_padded;  // per column
+  Span full_rows{0, 0};  // the output rows whose every window row is real
 
   SeparableGeometry(const Tensor& x, const Tensor& y, const Window& w)
       : rows(dim_of(w, 0, x.sizes[2])), last(dim_of(w, 1, x.sizes[3])) {
     const int64_t oh = y.sizes[2], ow = y.sizes[3];
     interior = Span{real_outputs(last, 0, ow).lo, real_outputs(last, last.window - 1, ow).hi};
+    full_rows = real_outputs(rows, rows.window - 1, oh);
+    const Span first = real_outputs(rows, 0, oh);
+    full_rows.lo = first.lo > full_rows.lo ? first.lo : full_rows.lo;
+    full_rows.hi = first.hi < full_rows.hi ? first.hi : full_rows.hi;
+    if (full_rows.hi < full_rows.lo) full_rows.hi = full_rows.lo;
     for (int64_t o = 0; o < oh; ++o) {
       row_offsets.push_back(real_offsets(rows, o));
       row_real.push_back(divisor_factor(rows, o, false));
@@ -61,6 +67,15 @@ struct SeparableGeometry {
       edges.push_back(o);
       edge_offsets.push_back(real_offsets(last, o));
     }
+  }
+
+  // How many output rows a block holds: as many as keep their first pass's results (rows
+  // of `width` elements of `bytes` each) in kSeparableScratch, one at least.
+  int64_t block_rows(int64_t oh, int64_t width, int64_t bytes) const {
+    const int64_t reach = (rows.window - 1) * rows.dilation + 1;
+    const int64_t fit = kSeparableScratch / (width * bytes);
+    const int64_t per = fit > reach ? (fit - reach) / rows.stride + 1 : 1;
+    return per < oh ? per : oh;
   }
 
   // The real input rows of output rows [a, b).
@@ -117,42 +132,43 @@ template <class X, class H> inline int64_t flat_length(const Block<X, H>& b, con
 }
 
 // The first pass's columns that the flat vectors did not do right (`flat`: the flat pass
-// ran; otherwise every column): h = column(row, o, real offsets of o) for each row.
+// ran; otherwise every column): h = column(row, at, count) for each row, `at` the input
+// positions of the column's `count` real offsets in order. A column at a time, its
+// positions worked out once for all the block's rows.
 template <class X, class H, class F>
 void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_t ow,
                       bool flat, F&& column) {
-  for (int64_t r = 0; r < b.rows; ++r) {
-    const X* row = b.x + r * b.pitch;
-    H* h = b.h + r * b.width;
-    if (flat) {
-      for (size_t e = 0; e < geo.edges.size(); ++e)
-        h[geo.edges[e]] = column(row, geo.edges[e], geo.edge_offsets[e]);
-    } else {
-      for (int64_t o = 0; o < ow; ++o) h[o] = column(row, o, real_offsets(geo.last, o));
-    }
+  const int64_t n = flat ? int64_t(geo.edges.size()) : ow;
+  int64_t at[64];  // separable_shape: at most 64 last-dimension offsets
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t o = flat ? geo.edges[e] : e;
+    const Span js = flat ? geo.edge_offsets[e] : real_offsets(geo.last, o);
+    const int64_t count = js.hi > js.lo ? js.hi - js.lo : 0;
+    for (int64_t j = 0; j < count; ++j) at[j] = input_coord(geo.last, o, js.lo + j);
+    for (int64_t r = 0; r < b.rows; ++r)
+      b.h[r * b.width + o] = column(b.x + r * b.pitch, at, count);
   }
 }
 
-// Every plane of x (N, C, rows, last) in blocks of output rows: first(block) fills a block's
-// results, then second(block, first input row, output row, y's row offset, n, c) makes each
-// of the block's output rows. A block holds as many output rows as keep its results (of type
-// H) in kSeparableScratch; while a block's second pass runs, the next block's input is
-// prefetched, a piece per output row.
-template <class X, class H, class First, class Second>
+// Every plane of x (N, C, rows, last) in blocks of output rows (block_rows): first(block)
+// fills a block's results, then second(block, first input row, output rows [b0, b1), y's
+// plane offset, n, c, prefetch) makes the block's output rows, second being each task's
+// make_second(). prefetch() asks for the next piece of the next block's input (a piece per
+// output row), so that it arrives while the second pass works on data already in cache.
+template <class X, class H, class First, class MakeSecond>
 void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry& geo,
-                      int threads, double work, First&& first, Second&& second) {
+                      int threads, double work, First&& first, MakeSecond&& make_second) {
   const Dim &dr = geo.rows, &dl = geo.last;
   const int64_t oh = y.sizes[2], planes = y.sizes[0] * y.sizes[1];
   const int64_t pitch = x.strides[2], width = pitch / dl.stride;
   const int64_t reach = (dr.window - 1) * dr.dilation + 1;
-  const int64_t fit = kSeparableScratch / (width * int64_t(sizeof(H)));
-  const int64_t per = fit > reach ? (fit - reach) / dr.stride + 1 : 1;
-  const int64_t block = per < oh ? per : oh;
+  const int64_t block = geo.block_rows(oh, width, int64_t(sizeof(H)));
   const int64_t blocks = (oh + block - 1) / block;
   const int64_t most_rows = (block - 1) * dr.stride + reach;
   parallel_for(planes * blocks, work, threads, [&](int64_t lo, int64_t hi) {
     H* h = static_cast<H*>(std::malloc(size_t(most_rows * width) * sizeof(H)));
     if (h == nullptr) throw std::bad_alloc();
+    auto second = make_second();
     // item's plane (n, c), its output rows [b0, b1) and their real input rows
     struct Item {
       int64_t n, c, b0, b1;
@@ -170,23 +186,21 @@ void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry&
       it.x = x.template at<X>(it.n * x.strides[0] + it.c * x.strides[1] + it.in.lo * pitch);
       return it;
     };
+    Item nx = item_of(lo);
     for (int64_t item = lo; item < hi; ++item) {
-      const Item it = item_of(item);
-      int64_t ahead = 0;
-      const X* next = nullptr;
+      const Item it = nx;
+      Prefetch ahead;
       if (item + 1 < hi) {
-        const Item nx = item_of(item + 1);
-        next = nx.x;
+        nx = item_of(item + 1);
         if (nx.in.hi > nx.in.lo)
-          ahead = ((nx.in.hi - nx.in.lo - 1) * pitch + dl.in) * int64_t(sizeof(X));
+          ahead = Prefetch(nx.x, ((nx.in.hi - nx.in.lo - 1) * pitch + dl.in) * int64_t(sizeof(X)),
+                           it.b1 - it.b0);
       }
       const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, h, width};
       if (b.rows > 0) first(b);
       const int64_t yoff = it.n * y.strides[0] + it.c * y.strides[1];
-      for (int64_t oy = it.b0; oy < it.b1; ++oy) {
-        if (ahead > 0) prefetch_piece(next, ahead, oy - it.b0, it.b1 - it.b0);
-        second(b, it.in.lo, oy, yoff + oy * y.strides[2], it.n, it.c);
-      }
+      auto prefetch = [&] { ahead.next(); };
+      second(b, it.in.lo, it.b0, it.b1, yoff, it.n, it.c, prefetch);
     }
     std::free(h);
   });

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <utility>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace dmlops {
 
 template <class T, int L> struct VecOf {
@@ -75,6 +79,22 @@ inline void load_pair(const T* row, int64_t at, int64_t in, Vec<T, L>* even, Vec
   V a = load_vec<V>(row + at), b = load_vec<V>(row + at + L);
   *even = even_lanes(a, b, std::make_index_sequence<L>{});
   *odd = odd_lanes(a, b, std::make_index_sequence<L>{});
+}
+
+// Whether any lane of a comparison's result (-1 or 0 per lane) is set: one mask test where
+// the level has mask registers, else the lanes' words or-ed together.
+template <class V> inline bool any_lane(V m) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64 && sizeof(m[0]) == 4) {
+    const __m512i v = reinterpret_cast<__m512i>(m);
+    return _mm512_test_epi32_mask(v, v) != 0;
+  }
+#endif
+  uint64_t w[sizeof(V) / 8];
+  std::memcpy(w, &m, sizeof w);
+  uint64_t any = 0;
+  for (uint64_t x : w) any |= x;
+  return any != 0;
 }
 
 // vec(i) for i = a, a + L, a + 2L, ... and a last one at b - L, overlapping the one before

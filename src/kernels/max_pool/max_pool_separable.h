@@ -25,16 +25,16 @@ inline bool separable_path(const MaxPoolCall& c) {
 
 template <class T> using RowMaxima = Block<typename MaxKey<T>::Raw, typename MaxKey<T>::Raw>;
 
-// A row's maximum for column o from its real offsets js one at a time (the columns whose
-// window leaves the row), or the empty value where none is real.
+// A row's maximum over the positions at[0 .. count) in order (a column whose window leaves
+// the row), or the empty value where none is real.
 template <class T>
-inline typename MaxKey<T>::Raw column_max(const typename MaxKey<T>::Raw* row, const Dim& dl,
-                                          int64_t o, Span js) {
+inline typename MaxKey<T>::Raw column_max(const typename MaxKey<T>::Raw* row,
+                                          const int64_t* at, int64_t count) {
   using K = MaxKey<T>;
   auto best = bit_cast<typename K::Raw>(empty_value<T>());
-  for (int64_t j = js.lo; j < js.hi; ++j) {
-    auto v = row[input_coord(dl, o, j)];
-    if (j == js.lo || K::key_raw(v) > K::key_raw(best)) best = v;
+  for (int64_t j = 0; j < count; ++j) {
+    auto v = row[at[j]];
+    if (j == 0 || K::key_raw(v) > K::key_raw(best)) best = v;
   }
   return best;
 }
@@ -68,8 +68,8 @@ void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow)
     }
     store_vec(b.h + g, best);
   });
-  each_column_left(b, geo, ow, flat, [&](const Raw* row, int64_t o, Span js) {
-    return column_max<T>(row, dl, o, js);
+  each_column_left(b, geo, ow, flat, [&](const Raw* row, const int64_t* at, int64_t count) {
+    return column_max<T>(row, at, count);
   });
 }
 
@@ -124,21 +124,24 @@ void max_pool_separable(const MaxPoolCall& c) {
     else
       row_maxima<T, L, 2>(b, geo, ow);
   };
-  auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t oy, int64_t yoff, int64_t,
-                    int64_t) {
-    Raw* yrow = c.y.template at<Raw>(yoff);
-    const Span js = geo.row_offsets[oy];
-    if (js.hi <= js.lo) {
-      for (int64_t o = 0; o < ow; ++o) store(yrow + o * ys, empty);
-      return;
+  auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
+                    int64_t, int64_t, auto&& prefetch) {
+    for (int64_t oy = b0; oy < b1; ++oy) {
+      prefetch();
+      Raw* yrow = c.y.template at<Raw>(yplane + oy * c.y.strides[2]);
+      const Span js = geo.row_offsets[oy];
+      if (js.hi <= js.lo) {
+        for (int64_t o = 0; o < ow; ++o) store(yrow + o * ys, empty);
+        continue;
+      }
+      const Raw* rows[kMostRegisterOffsets];
+      int64_t count = 0;
+      for (int64_t j = js.lo; j < js.hi; ++j)
+        rows[count++] = b.h + (input_coord(geo.rows, oy, j) - r0) * b.width;
+      output_row<T>(rows, count, ow, yrow, ys);
     }
-    const Raw* rows[kMostRegisterOffsets];
-    int64_t count = 0;
-    for (int64_t j = js.lo; j < js.hi; ++j)
-      rows[count++] = b.h + (input_coord(geo.rows, oy, j) - r0) * b.width;
-    output_row<T>(rows, count, ow, yrow, ys);
   };
-  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, second);
+  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, [&] { return second; });
 }
 
 }  // namespace dmlops
