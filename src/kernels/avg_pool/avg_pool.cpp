@@ -2,8 +2,8 @@
 
 #include <memory>
 #include <type_traits>
-#include <vector>
 
+#include "avg_pool/avg_pool_finish.h"
 #include "avg_pool/avg_pool_plain.h"
 #include "avg_pool/avg_pool_rows.h"
 #include "avg_pool/avg_pool_separable.h"
@@ -27,96 +27,19 @@ void average_pool(const SumPoolCall& c) {
     using T = decltype(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const int64_t ys = c.y.strides[c.y.rank - 1];
-    auto finish = [&](const int64_t*, int64_t yrow, int64_t t0, int64_t n, const A* sums,
-                      const Counts& k) {
-      const int64_t* divisor = k.divisor;
-      T* y = c.y.template at<T>(yrow + t0 * ys);
-      if (ys == 1) {
-        sweep<16>(
-            0, n, [&](int64_t i) { average16<T, A>(sums + i, divisor + i, y + i); },
-            [&](int64_t i) { y[i] = average_of<T, A>(sums[i], divisor[i]); });
-      } else {
-        for (int64_t i = 0; i < n; ++i) y[i * ys] = average_of<T, A>(sums[i], divisor[i]);
-      }
-    };
-    sum_pool<T, A>(c, [&] { return finish; });
+    sum_pool<T, A>(c, [&] {
+      return [&, av = std::make_unique<Averager<A>>()](const int64_t*, int64_t yrow, int64_t t0,
+                                                       int64_t n, const A* sums,
+                                                       const Counts& k) {
+        T* y = c.y.template at<T>(yrow + t0 * ys);
+        if (ys == 1) return av->row(y, n, sums, k);
+        for (int64_t i = 0; i < n; ++i) y[i * ys] = average_of<T, A>(sums[i], k.divisor[i]);
+      };
+    });
   });
 }
 
 namespace {
-// Requantizes a task's row tiles of one channel's parameters into packed outputs, 16 at a
-// time: by multipliers (requantize16_by_multiplier), worked out once per tile's counts and
-// channel and kept while they stay the same (two sets: the separable path's full rows and
-// its border rows alternate), where the scales allow; by requantize16's exact arithmetic
-// otherwise and for any 16 with an output too near a half.
-template <class Y>
-class Requantizer {
- public:
-  explicit Requantizer(const Quantization& q) : q_(q) {}
-
-  void row(Y* y, int64_t n, const int32_t* sums, const Counts& k, int64_t ch) {
-    const int32_t zp = int32_t(q_.zp_in[ch]), zp_out = int32_t(q_.zp_out[ch]);
-    const float s_in = q_.s_in[ch], s_out = q_.s_out[ch];
-    const Kept* m = in_range(s_in) && in_range(s_out) ? &kept(n, k, ch) : nullptr;
-    auto exact = [&](int64_t i) {
-      requantize16<Y>(sums + i, k.real + i, k.divisor + i, zp, s_in, s_out, zp_out, y + i);
-    };
-    sweep<16>(
-        0, n,
-        [&](int64_t i) {
-          if (m == nullptr ||
-              !requantize16_by_multiplier<Y>(sums + i, m->corr.data() + i, m->mult.data() + i,
-                                             m->live.data() + i, zp_out, y + i))
-            exact(i);
-        },
-        [&](int64_t i) {
-          y[i] = requantize<Y>(int64_t(sums[i]) - k.real[i] * zp, k.divisor[i], s_in, s_out,
-                               zp_out);
-        });
-  }
-
- private:
-  struct Kept {
-    const int64_t* real = nullptr;
-    int64_t version = -1, channel = -1, n = 0, used = 0;
-    std::vector<int32_t> corr, live;
-    std::vector<float> mult;
-  };
-
-  static bool in_range(float s) { return s >= 0x1p-40f && s <= 0x1p40f; }
-
-  // The multipliers of counts k and channel ch: kept ones, or worked out in place of the
-  // set used longest ago.
-  const Kept& kept(int64_t n, const Counts& k, int64_t ch) {
-    ++clock_;
-    for (Kept& e : sets_) {
-      if (e.real == k.real && e.version == k.version && e.channel == ch && e.n >= n) {
-        e.used = clock_;
-        return e;
-      }
-    }
-    Kept& e = sets_[0].used <= sets_[1].used ? sets_[0] : sets_[1];
-    const int32_t zp = int32_t(q_.zp_in[ch]);
-    const double s_in = q_.s_in[ch], s_out = q_.s_out[ch];
-    e.corr.resize(size_t(n));
-    e.live.resize(size_t(n));
-    e.mult.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const bool live = k.divisor[i] > 0;
-      e.corr[i] = int32_t(k.real[i]) * zp;
-      // the divisor's float as requantize16 rounds it
-      e.mult[i] = live ? float(s_in / (double(float(k.divisor[i])) * s_out)) : 0.0f;
-      e.live[i] = live ? -1 : 0;
-    }
-    e.real = k.real, e.version = k.version, e.channel = ch, e.n = n, e.used = clock_;
-    return e;
-  }
-
-  const Quantization& q_;
-  Kept sets_[2];
-  int64_t clock_ = 0;
-};
-
 template <class X, class Y, class A>
 void quantized(const SumPoolCall& c) {
   const Quantization& q = c.q;

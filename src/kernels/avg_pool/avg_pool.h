@@ -57,17 +57,14 @@ template <> inline Half average_of<Half, float>(float sum, int64_t divisor) {
   return Half{half_of(r)};
 }
 
-// average_of for 16 outputs at once (the compiler leaves the scalar loop alone: the 64-bit
-// divisors and the NaN select); the same arithmetic, so the same bits.
+// average_of for 16 outputs at once, from the divisors as floats (0 where not positive):
+// the same arithmetic, so the same bits.
 template <class T, class A>
-inline void average16(const A* sums, const int64_t* divisor, T* y) {
+inline void average16(const A* sums, const A* divisor, T* y) {
   using VA = Vec<A, 16>;
-  using VL = Vec<int64_t, 16>;
-  using M = Vec<MaskOf<A>, 16>;
-  const VL d = load_vec<VL>(divisor);
-  const M real = __builtin_convertvector(d > 0, M);
+  const VA d = load_vec<VA>(divisor);
   // (a zero divisor's lane divides by zero and is then dropped)
-  const VA r = real ? load_vec<VA>(sums) / __builtin_convertvector(d, VA) : VA{};
+  const VA r = d > A(0) ? load_vec<VA>(sums) / d : VA{};
   if constexpr (std::is_same_v<T, Half>) {
     float f[16];
     store_vec(f, r);

@@ -84,14 +84,12 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
       int64_t real, div, t0, n;
     } kept{-1, -1, -1, -1};
     Counts counts{s->real, s->divisor, 0};
-    RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile);
+    RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile, c.y.strides);
     for (int64_t item = lo; item < hi; ++item, tasks.next()) {
       const RowTask& t = *tasks;
-      int64_t real_lead = 1, div_lead = 1, yoff = 0;
-      for (int d = 0; d < last; ++d) {
-        o[d] = t.o[d];
-        yoff += o[d] * c.y.strides[d];
-      }
+      int64_t real_lead = 1, div_lead = 1;
+      const int64_t yoff = t.off[0];
+      for (int d = 0; d < last; ++d) o[d] = t.o[d];
       for (int i = 0; i + 1 < k; ++i) {
         real_lead *= geo.lead_real(i, o[i + 2]);
         div_lead *= c.include_padding ? geo.lead_padded(i, o[i + 2]) : geo.lead_real(i, o[i + 2]);

@@ -123,7 +123,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   auto task = [&]() {
     return [&, tile = std::make_unique<Tile>(), finish = make_finish()](
                const Block<T, A>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
-               int64_t n, int64_t ch, auto&& prefetch) mutable {
+               int64_t n, int64_t ch) mutable {
       Tile& s = *tile;
       const A* h[kMostRegisterOffsets];
       auto window_rows = [&](int64_t oy, Span js) {
@@ -166,22 +166,15 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
         run.hi = geo.full_rows.hi < b1 ? geo.full_rows.hi : b1;
         if (run.hi < run.lo) run = Span{b0, b0};
       }
-      for (int64_t oy = b0; oy < run.lo; ++oy) {
-        prefetch();
-        one_row(oy);
-      }
+      for (int64_t oy = b0; oy < run.lo; ++oy) one_row(oy);
       if (run.hi > run.lo) {
-        for (int64_t oy = run.lo; oy < run.hi; ++oy) prefetch();
         const int64_t m = (run.hi - run.lo) * ow;
         if (int64_t(s.sums.size()) < m) s.sums.resize(size_t(m));
         column_sums(h, window_rows(run.lo, geo.row_offsets[run.lo]), m, s.sums.data());
         const int64_t o[4] = {n, ch, run.lo, 0};
         finish(o, yplane + run.lo * c.y.strides[2], 0, m, s.sums.data(), flat_counts);
       }
-      for (int64_t oy = run.hi > run.lo ? run.hi : run.lo; oy < b1; ++oy) {
-        prefetch();
-        one_row(oy);
-      }
+      for (int64_t oy = run.hi > run.lo ? run.hi : run.lo; oy < b1; ++oy) one_row(oy);
     };
   };
   separable_blocks<T, A>(c.x, c.y, geo, c.threads, work, first, task);

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/config.h"
-#include "common/prefetch.h"
 #include "common/simd.h"
 #include "common/tensor.h"
 #include "common/threads.h"
@@ -152,9 +151,9 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
 
 // Every plane of x (N, C, rows, last) in blocks of output rows (block_rows): first(block)
 // fills a block's results, then second(block, first input row, output rows [b0, b1), y's
-// plane offset, n, c, prefetch) makes the block's output rows, second being each task's
-// make_second(). prefetch() asks for the next piece of the next block's input (a piece per
-// output row), so that it arrives while the second pass works on data already in cache.
+// plane offset, n, c) makes the block's output rows, second being each task's
+// make_second(). (Software prefetch of the next block's input, a piece per output row, was
+// tried: no faster on workloads 8a and 8b, the hardware's stream prefetch already has it.)
 template <class X, class H, class First, class MakeSecond>
 void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry& geo,
                       int threads, double work, First&& first, MakeSecond&& make_second) {
@@ -186,21 +185,12 @@ void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry&
       it.x = x.template at<X>(it.n * x.strides[0] + it.c * x.strides[1] + it.in.lo * pitch);
       return it;
     };
-    Item nx = item_of(lo);
     for (int64_t item = lo; item < hi; ++item) {
-      const Item it = nx;
-      Prefetch ahead;
-      if (item + 1 < hi) {
-        nx = item_of(item + 1);
-        if (nx.in.hi > nx.in.lo)
-          ahead = Prefetch(nx.x, ((nx.in.hi - nx.in.lo - 1) * pitch + dl.in) * int64_t(sizeof(X)),
-                           it.b1 - it.b0);
-      }
+      const Item it = item_of(item);
       const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, h, width};
       if (b.rows > 0) first(b);
       const int64_t yoff = it.n * y.strides[0] + it.c * y.strides[1];
-      auto prefetch = [&] { ahead.next(); };
-      second(b, it.in.lo, it.b0, it.b1, yoff, it.n, it.c, prefetch);
+      second(b, it.in.lo, it.b0, it.b1, yoff, it.n, it.c);
     }
     std::free(h);
   });

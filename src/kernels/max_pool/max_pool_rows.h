@@ -126,14 +126,10 @@ void max_pool_rows(const MaxPoolCall& c) {
     auto* s = new MaxTile<T, kIndices>;
     const int64_t xs = c.x.strides[last], ps = c.pitch[last];
     int64_t xoffs[kMostRegisterOffsets], foffs[kMostRegisterOffsets];
-    RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile);
+    RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile, c.y.strides, c.indices.strides);
     for (int64_t item = lo; item < hi; ++item, tasks.next()) {
       const RowTask& task = *tasks;
-      int64_t yoff = 0, ioff = 0;
-      for (int d = 0; d < last; ++d) {
-        yoff += task.o[d] * c.y.strides[d];
-        ioff += task.o[d] * c.indices.strides[d];
-      }
+      const int64_t yoff = task.off[0], ioff = task.off[1];
       // the window rows of this output row, for the register path
       int64_t rows = 0;
       geo.for_each_leading_offset(c.pitch, task, [&](int64_t xoff, int64_t foff) {

@@ -125,9 +125,8 @@ void max_pool_separable(const MaxPoolCall& c) {
       row_maxima<T, L, 2>(b, geo, ow);
   };
   auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
-                    int64_t, int64_t, auto&& prefetch) {
+                    int64_t, int64_t) {
     for (int64_t oy = b0; oy < b1; ++oy) {
-      prefetch();
       Raw* yrow = c.y.template at<Raw>(yplane + oy * c.y.strides[2]);
       const Span js = geo.row_offsets[oy];
       if (js.hi <= js.lo) {
