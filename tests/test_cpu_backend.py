@@ -242,6 +242,32 @@ def test_average_pooling_sums_in_row_major_order(c, incl):
     assert _same(got, want)
 
 
+
+@pytest.mark.parametrize("shape,window,kw", [
+    ((3, 2, 9, 40), 3, dict(strides=2, start_padding=1, end_padding=1)),
+    ((2, 3, 6, 37), (2, 3), dict(strides=(1, 1), dilations=(2, 1))),
+    ((2, 2, 4, 5, 33), 2, dict(strides=2)),
+])
+def test_max_indices_past_32_bits(monkeypatch, shape, window, kw):
+    """Flat indices that do not fit 32 bits (a batch pitch of 2^33 stretches the index space
+    the kernels are given) take the register path's 64-bit form, each winner's index from its
+    window row's start; below 2^32 the path carries 32-bit indices. Both against the
+    reference's indices, recomputed with the stretched pitch; ties included."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-3, 3, shape).astype(np.float32)
+    want_y, want_i = dml.max_pooling(x, window, output_indices=True, indices_dtype=np.uint64,
+                                     backend="reference", **kw)
+    coords = np.unravel_index(want_i.astype(np.int64), shape)
+    stretch = 2**33
+    want_far = coords[0].astype(np.uint64) * np.uint64(stretch) + np.ravel_multi_index(
+        (np.zeros_like(coords[0]),) + coords[1:], shape).astype(np.uint64)
+    real = cpu._pitch
+    monkeypatch.setattr(cpu, "_pitch", lambda sizes: [stretch] + list(real(sizes))[1:])
+    got_y, got_i = dml.max_pooling(x, window, output_indices=True, indices_dtype=np.uint64,
+                                   backend="cpu", **kw)
+    assert _same(got_y, want_y) and np.array_equal(got_i, want_far)
+
+
 @settings(max_examples=100)
 @given(c=cases(FLOATS), wide_argmax=st.booleans())
 def test_max_pooling_grad_bitwise(c, wide_argmax):

@@ -50,7 +50,20 @@ struct RegisterRow {
   const int64_t* xoff;  // the window rows' element offsets into x (row-major order)
   const int64_t* foff;  // and their flat-index offsets
   int64_t rows;         // how many
+  bool narrow;          // every flat index of x below 2^32 (narrow_indices)
 };
+
+// Whether every flat index of x (sum of i[d] * pitch[d]) is below 2^32: the register path
+// then carries each lane's winner as its 32-bit flat index (adds and selects of one register)
+// instead of its window position, which needed a lookup lane by lane.
+inline bool narrow_indices(const MaxPoolCall& c) {
+  double most = 0;
+  for (int d = 0; d < c.x.rank; ++d) {
+    if (c.pitch[d] < 0) return false;
+    most += double(c.x.sizes[d] - 1) * double(c.pitch[d]);
+  }
+  return most < 4294967296.0;
+}
 
 template <class T, bool kIndices, int kLanes, int kStep>
 void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r,
@@ -58,14 +71,20 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   using Lanes = MaxLanes<T, kLanes>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
-  using N = Vec<int32_t, Lanes::L>;
+  using N = Vec<int32_t, Lanes::L>;   // lane masks
+  using U = Vec<uint32_t, Lanes::L>;  // winners (unsigned: narrow flat indices wrap)
   constexpr int L = Lanes::L;
   const int last = c.x.rank - 1;
   const Raw* x = c.x.template at<Raw>(0);
   const int64_t s = dl.stride, w = dl.window, d = dl.dilation, in = dl.in;
   const int64_t ys = c.y.strides[last];
-  // one window row's best of its last-dimension offsets (and which), lanes for outputs o..
-  auto row_best = [&](int64_t m, int64_t c0, N* which) {
+  // narrow: a window row's winner is told by its flat index less the lane's (c0 + lane)
+  // times the pitch, which is foff + j * d * pitch; else by j + 64 * m
+  const bool narrow = kIndices && r.narrow;
+  const uint32_t jstep = narrow ? uint32_t(d * c.pitch[last]) : 1;
+  // one window row's best of its last-dimension offsets (and which: j * jstep), lanes for
+  // outputs o..
+  auto row_best = [&](int64_t m, int64_t c0, U* which) {
     const Raw* row = x + r.xoff[m];
     auto load = [&](int64_t at) { return load_row<Raw, L, kStep>(row, at, in); };
     V best = load(c0);
@@ -73,7 +92,8 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       V v = load(c0 + j * d);
       auto take = Lanes::better(v, best);
       best = take ? v : best;
-      if (kIndices) *which = __builtin_convertvector(take, N) ? N{} + int32_t(j) : *which;
+      if (kIndices)
+        *which = __builtin_convertvector(take, N) ? U{} + uint32_t(j) * jstep : *which;
     }
     return best;
   };
@@ -86,15 +106,18 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
     const int64_t c0 = o * s - dl.start;  // input coordinate of lane 0 at offset 0
     // each window row's best first, then the rows in order: the same winner as one offset
     // at a time (the first of the best), with shorter chains of dependent comparisons
-    N number{};
+    U number{};
     V best = row_best(0, c0, &number);
+    if (narrow) number += uint32_t(r.foff[0]);
     for (int64_t m = 1; m < r.rows; ++m) {
-      N which{};
+      U which{};
       V v = row_best(m, c0, &which);
       auto take = Lanes::better(v, best);
       best = take ? v : best;
-      if (kIndices)
-        number = __builtin_convertvector(take, N) ? which + int32_t(m * 64) : number;
+      if (kIndices) {
+        const uint32_t add = narrow ? uint32_t(r.foff[m]) : uint32_t(m * 64);
+        number = __builtin_convertvector(take, N) ? which + add : number;
+      }
     }
     if (c.y.data != nullptr) {
       if (ys == 1) {
@@ -103,7 +126,18 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
         for (int i = 0; i < L; ++i) store(c.y.template at<Raw>(yoff + (o + i) * ys), best[i]);
       }
     }
-    if (kIndices) {
+    if (kIndices && narrow) {
+      const U flat = number +
+                     __builtin_convertvector(lane + c0, U) * uint32_t(c.pitch[last]);
+      const int64_t is = c.indices.strides[last];
+      if (is == 1 && element_size(c.indices.dtype) == 4) {
+        store_vec(c.indices.template at<uint32_t>(ioff + o), flat);
+      } else if (is == 1) {
+        store_vec(c.indices.template at<uint64_t>(ioff + o), __builtin_convertvector(flat, F));
+      } else {
+        for (int i = 0; i < L; ++i) store_index(c.indices, ioff + (o + i) * is, flat[i]);
+      }
+    } else if (kIndices) {
       // the flat index of each lane's winner: its row's start looked up lane by lane, the
       // rest all lanes at once
       F start;

@@ -122,6 +122,7 @@ void max_pool_rows(const MaxPoolCall& c) {
   const Dim& dl = geo.last();
   double volume = 1;
   for (int i = 0; i < rank - 2; ++i) volume *= double(c.w.size[i]);
+  const bool narrow = narrow_indices(c);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new MaxTile<T, kIndices>;
     const int64_t xs = c.x.strides[last], ps = c.pitch[last];
@@ -140,7 +141,7 @@ void max_pool_rows(const MaxPoolCall& c) {
         ++rows;
       });
       if (register_path(c, geo, rows)) {
-        const RegisterRow r{xoffs, foffs, rows};
+        const RegisterRow r{xoffs, foffs, rows, narrow};
         // 32 lanes of 1- and 2-byte values fill a 64-byte register, where the row has as many
         // (the 32-lane instance exists for those types only: compile time)
         Span fast = register_outputs(geo, task.t0, task.t1, 32);
