@@ -11,6 +11,8 @@
 // (common/separable.h: two spatial dimensions, the last packed, rows a pitch apart that the
 // window's stride along the last dimension, 1 or 2, divides).
 #pragma once
+#include <type_traits>
+
 #include "common/keys.h"
 #include "common/separable.h"
 #include "common/simd.h"
@@ -73,12 +75,15 @@ void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow)
   });
 }
 
-// Second pass: outputs [o, o + L) of a row, the best of its window rows' maxima in order.
-template <class T, int L>
+// Second pass: outputs [o, o + L) of a row, the best of its window rows' maxima in order;
+// kRows: the rows' count where known when compiled (0: n), so that their pointers stay in
+// registers.
+template <class T, int L, int kRows>
 inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o,
                          typename MaxKey<T>::Raw* y, int64_t ys) {
   using Lanes = MaxLanes<T, L>;
   using V = typename Lanes::V;
+  if (kRows > 0) n = kRows;
   V best = load_vec<V>(rows[0] + o);
   for (int64_t m = 1; m < n; ++m) {
     V v = load_vec<V>(rows[m] + o);
@@ -91,23 +96,38 @@ inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, 
   }
 }
 
-// A row of ow outputs: vectors of 64 bytes, or 16 where the row is shorter, the last
-// overlapping the one before; a row shorter than 16 bytes one output at a time.
+// A row of ow outputs in vectors of kBytes, the last overlapping the one before.
+template <class T, int kBytes, int kRows>
+void vector_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t ow,
+                typename MaxKey<T>::Raw* y, int64_t ys) {
+  constexpr int L = kBytes / int(sizeof(typename MaxKey<T>::Raw));
+  sweep<L>(0, ow, [&](int64_t o) { column_block<T, L, kRows>(rows, n, o, y, ys); },
+           [](int64_t) {});
+}
+
+// A row of ow outputs: vectors of 64 bytes, or 32 or 16 where the row is shorter; a row
+// shorter than 16 bytes one output at a time. Windows of 2 and 3 rows have instances of
+// their own.
 template <class T>
 void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t ow,
                 typename MaxKey<T>::Raw* y, int64_t ys) {
   using Raw = typename MaxKey<T>::Raw;
-  constexpr int L64 = 64 / sizeof(Raw), L16 = 16 / sizeof(Raw);
-  auto one = [&](int64_t o) {
+  const int64_t bytes = ow * int64_t(sizeof(Raw));
+  auto with_rows = [&](auto kb) {
+    constexpr int B = decltype(kb)::value;
+    if (n == 3) return vector_row<T, B, 3>(rows, n, ow, y, ys);
+    if (n == 2) return vector_row<T, B, 2>(rows, n, ow, y, ys);
+    vector_row<T, B, 0>(rows, n, ow, y, ys);
+  };
+  if (bytes >= 64) return with_rows(std::integral_constant<int, 64>{});
+  if (bytes >= 32) return with_rows(std::integral_constant<int, 32>{});
+  if (bytes >= 16) return with_rows(std::integral_constant<int, 16>{});
+  for (int64_t o = 0; o < ow; ++o) {
     Raw best = rows[0][o];
     for (int64_t m = 1; m < n; ++m)
       if (MaxKey<T>::key_raw(rows[m][o]) > MaxKey<T>::key_raw(best)) best = rows[m][o];
     store(y + o * ys, best);
-  };
-  if (ow >= L64)
-    sweep<L64>(0, ow, [&](int64_t o) { column_block<T, L64>(rows, n, o, y, ys); }, one);
-  else
-    sweep<L16>(0, ow, [&](int64_t o) { column_block<T, L16>(rows, n, o, y, ys); }, one);
+  }
 }
 
 template <class T>
