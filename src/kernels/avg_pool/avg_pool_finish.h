@@ -100,11 +100,17 @@ class Requantizer {
       corr.resize(size_t(n));
       live.resize(size_t(n));
       mult.resize(size_t(n));
+      int64_t last = 0;  // the divisor of the multiplier before (a tile has few of them)
+      float m = 0.0f;
       for (int64_t i = 0; i < n; ++i) {
         const bool real = k.divisor[i] > 0;
         corr[i] = int32_t(k.real[i]) * zp;
-        // the divisor's float as requantize16 rounds it
-        mult[i] = real ? float(s_in / (double(float(k.divisor[i])) * s_out)) : 0.0f;
+        if (real && k.divisor[i] != last) {
+          // the divisor's float as requantize16 rounds it
+          m = float(s_in / (double(float(k.divisor[i])) * s_out));
+          last = k.divisor[i];
+        }
+        mult[i] = real ? m : 0.0f;
         live[i] = real ? -1 : 0;
       }
     }

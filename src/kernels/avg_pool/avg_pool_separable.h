@@ -8,6 +8,7 @@
 // Precondition: integer sums (the caller's compile-time choice), and separable_sums_path
 // (separable_shape, common/separable.h).
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -94,15 +95,21 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   const bool flat = flat_second_pass(c, geo);
   std::vector<int64_t> flat_real, flat_div;
   if (flat && geo.full_rows.hi > geo.full_rows.lo) {
-    const int64_t rows = geo.block_rows(oh, ow, int64_t(sizeof(A)));
+    const int64_t full = geo.full_rows.hi - geo.full_rows.lo;
+    const int64_t most = geo.block_rows(oh, ow, int64_t(sizeof(A)));
+    const int64_t rows = most < full ? most : full;
+    flat_real.resize(size_t(rows * ow));
+    flat_div.resize(size_t(rows * ow));
     const int64_t fr = geo.full_rows.lo;
     const int64_t row_real = geo.row_real[fr];
     const int64_t row_div = c.include_padding ? geo.row_padded[fr] : row_real;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t o = 0; o < ow; ++o) {
-        flat_real.push_back(row_real * geo.last_real[o]);
-        flat_div.push_back(row_div * (c.include_padding ? geo.last_padded[o] : geo.last_real[o]));
-      }
+    for (int64_t o = 0; o < ow; ++o) {
+      flat_real[o] = row_real * geo.last_real[o];
+      flat_div[o] = row_div * (c.include_padding ? geo.last_padded[o] : geo.last_real[o]);
+    }
+    for (int64_t r = 1; r < rows; ++r) {
+      std::copy(flat_real.begin(), flat_real.begin() + ow, flat_real.begin() + r * ow);
+      std::copy(flat_div.begin(), flat_div.begin() + ow, flat_div.begin() + r * ow);
     }
   }
   const Counts flat_counts{flat_real.data(), flat_div.data(), 0};
