@@ -64,3 +64,11 @@ namespace dmlops {
 constexpr int64_t kSeparableTile = 256;
 
 }  // namespace dmlops
+
+namespace dmlops {
+
+// The fewest output bytes worth streaming stores (common/stream.h): an output this large
+// leaves the caches before anyone reads it anyway.
+constexpr int64_t kStreamBytes = int64_t(8) << 20;
+
+}  // namespace dmlops

@@ -7,6 +7,7 @@
 #include "common/dispatch.h"
 #include "common/half.h"
 #include "common/nan.h"
+#include "common/stream.h"
 #include "common/threads.h"
 
 namespace dmlops {
@@ -29,9 +30,20 @@ struct PlaneSums {
     for (int64_t i = 0; i < n; ++i) acc[i] = A(0);
   }
   // The plane's sums, rounded once and NaNs canonical, into dx: a row at a time (a loop the
-  // compiler vectorises where dx's rows are packed).
+  // compiler vectorises where dx's rows are packed), or where the sums are dx's type and its
+  // planes packed, canonical in place and then the whole plane streamed (`stream`: dx is
+  // larger than the caches; common/stream.h).
   template <class T>
-  void write(const Tensor& dx, int64_t plane) {
+  void write(const Tensor& dx, int64_t plane, bool stream) {
+    if constexpr (std::is_same_v<T, A>) {
+      if (stream) {
+        for (int64_t i = 0; i < n; ++i) acc[i] = narrow<T>(acc[i]);
+        const int64_t base =
+            (plane / dx.sizes[1]) * dx.strides[0] + (plane % dx.sizes[1]) * dx.strides[1];
+        stream_copy(dx.template at<T>(base), acc, n * int64_t(sizeof(T)));
+        return;
+      }
+    }
     const int last = dx.rank - 1;
     const int64_t width = dx.sizes[last], step = dx.strides[last];
     Tensor rows = dx;
@@ -57,6 +69,17 @@ struct PlaneSums {
   A* acc;
 };
 
+// Whether dx's planes are each one packed run and dx larger than the caches: its planes are
+// then streamed to memory (PlaneSums::write).
+inline bool stream_planes(const Tensor& dx) {
+  int64_t step = 1;
+  for (int d = dx.rank - 1; d >= 2; --d) {
+    if (dx.sizes[d] > 1 && dx.strides[d] != step) return false;
+    step *= dx.sizes[d];
+  }
+  return worth_streaming(dx.count() * element_size(dx.dtype));
+}
+
 inline int64_t plane_size(const Tensor& t) {
   int64_t n = 1;
   for (int d = 2; d < t.rank; ++d) n *= t.sizes[d];
@@ -71,6 +94,7 @@ void max_grad(const MaxGradCall& c) {
   parallel_for(planes, double(planes) * double(in_plane + out_plane), c.threads,
                [&](int64_t lo, int64_t hi) {
     PlaneSums<A> sums(in_plane);
+    const bool stream = stream_planes(c.dx);
     for (int64_t plane = lo; plane < hi; ++plane) {
       sums.clear();
       int64_t n = plane / c.dy.sizes[1], ch = plane % c.dy.sizes[1];
@@ -100,8 +124,9 @@ void max_grad(const MaxGradCall& c) {
         scatter(uint32_t{});
       else
         scatter(uint64_t{});
-      sums.template write<T>(c.dx, plane);
+      sums.template write<T>(c.dx, plane, stream);
     }
+    if (stream) stream_fence();
   });
 }
 
@@ -116,6 +141,7 @@ void avg_grad(const AvgGradCall& c) {
   parallel_for(planes, double(planes) * double(out_plane) * volume, c.threads,
                [&](int64_t lo, int64_t hi) {
     PlaneSums<A> sums(in_plane);
+    const bool stream = stream_planes(c.dx);
     int64_t o[kMaxSpatial], j[kMaxSpatial], pitch[kMaxSpatial];
     int64_t step = 1;
     for (int i = k - 1; i >= 0; --i) {
@@ -157,8 +183,9 @@ void avg_grad(const AvgGradCall& c) {
           if (i < 0) break;
         }
       }
-      sums.template write<T>(c.dx, plane);
+      sums.template write<T>(c.dx, plane, stream);
     }
+    if (stream) stream_fence();
   });
 }
 
