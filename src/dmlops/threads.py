@@ -19,6 +19,32 @@ from .errors import InvalidArgumentError
 _chosen: int | None = None
 
 
+def environ(name: str) -> str | None:
+    """The environment variable ``name`` now (``os.environ.get``), read without encoding
+    the name again at every call where the platform keeps ``os.environ`` as a dict of
+    bytes (POSIX CPython): a call reads two variables, which cost 1 us each the usual way.
+
+    >>> import os
+    >>> os.environ["DMLOPS_EXAMPLE"] = "3"
+    >>> environ("DMLOPS_EXAMPLE")
+    '3'
+    >>> del os.environ["DMLOPS_EXAMPLE"]
+    >>> environ("DMLOPS_EXAMPLE") is None
+    True
+    """
+    data = getattr(os.environ, "_data", None)
+    if type(data) is dict and os.name == "posix":
+        key = _KEYS.get(name)
+        if key is None:
+            key = _KEYS[name] = os.fsencode(name)
+        value = data.get(key)
+        return None if value is None else os.fsdecode(value)
+    return os.environ.get(name)
+
+
+_KEYS: dict = {}
+
+
 def _usable_cpus() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -43,7 +69,7 @@ def get_num_threads() -> int:
     """The number of threads the cpu kernels use now."""
     if _chosen is not None:
         return _chosen
-    env = os.environ.get("DMLOPS_NUM_THREADS")
+    env = environ("DMLOPS_NUM_THREADS")
     if env:
         try:
             value = int(env)

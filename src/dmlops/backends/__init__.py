@@ -9,9 +9,9 @@ An unknown or unavailable name is an error, never a silent fallback.
 from __future__ import annotations
 
 import importlib
-import os
 
 from ..errors import UnsupportedError
+from ..threads import environ
 
 # name -> module path, in order of preference
 PREFERENCE = {
@@ -88,8 +88,8 @@ def resolve(name: str | None):
         name = name if type(name) is str and name in _loaded else _check(name, "backend")
     elif _chosen is not None:
         name = _chosen
-    elif os.environ.get("DMLOPS_BACKEND"):
-        name = _check(os.environ["DMLOPS_BACKEND"], "DMLOPS_BACKEND")
+    elif environ("DMLOPS_BACKEND"):
+        name = _check(environ("DMLOPS_BACKEND"), "DMLOPS_BACKEND")
     else:
         name = backends()[0]
     module = _loaded[name]
