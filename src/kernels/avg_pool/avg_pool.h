@@ -4,7 +4,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -89,9 +88,33 @@ template <class T> inline T requantize(int64_t sum, int64_t divisor, float s_in,
   return T(divisor > 0 ? q : double(zp_out));
 }
 
-// requantize for 16 outputs of one channel at once (32-bit sums): the same arithmetic, with
-// round-half-to-even done by adding and taking away 1.5 * 2^23 once t is clamped to +-1024
-// (beyond that every result clamps to the type's range anyway: |zp_out| <= 255).
+// t clamped to +-1024: beyond, every result clamps to the type's range anyway
+// (|zp_out| <= 255).
+inline Vec<float, 16> clamped1024(Vec<float, 16> t) {
+  using VF = Vec<float, 16>;
+  t = t < -1024.0f ? VF{} - 1024.0f : t;
+  return t > 1024.0f ? VF{} + 1024.0f : t;
+}
+
+// t (|t| < 2^22) rounded half to even: 1.5 * 2^23 added and taken away.
+inline Vec<float, 16> rint16(Vec<float, 16> t) {
+  const float magic = 12582912.0f;
+  return (t + magic) - magic;
+}
+
+// The 16 outputs rint(t) + zp_out, clamped to T's range, zp_out where `live` is 0.
+template <class T>
+inline void store_requantized16(Vec<float, 16> r, int32_t zp_out, Vec<int32_t, 16> live, T* y) {
+  using VI = Vec<int32_t, 16>;
+  VI q = __builtin_convertvector(r, VI) + zp_out;
+  const int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  q = q < lo ? VI{} + lo : q;
+  q = q > hi ? VI{} + hi : q;
+  q = live != 0 ? q : VI{} + zp_out;
+  store_vec(y, __builtin_convertvector(q, Vec<T, 16>));
+}
+
+// requantize for 16 outputs of one channel at once (32-bit sums): the same arithmetic.
 template <class T>
 inline void requantize16(const int32_t* sum, const int64_t* real, const int64_t* divisor,
                          int32_t zp_in, float s_in, float s_out, int32_t zp_out, T* y) {
@@ -103,16 +126,7 @@ inline void requantize16(const int32_t* sum, const int64_t* real, const int64_t*
   VF t = __builtin_convertvector(centred, VF) * s_in;
   t = t / __builtin_convertvector(div > 0 ? div : VI{} + 1, VF);
   t = t / s_out;
-  t = t < -1024.0f ? VF{} - 1024.0f : t;
-  t = t > 1024.0f ? VF{} + 1024.0f : t;
-  const float magic = 12582912.0f;  // 1.5 * 2^23
-  VF r = (t + magic) - magic;
-  VI q = __builtin_convertvector(r, VI) + zp_out;
-  const int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-  q = q < lo ? VI{} + lo : q;
-  q = q > hi ? VI{} + hi : q;
-  q = div > 0 ? q : VI{} + zp_out;
-  store_vec(y, __builtin_convertvector(q, Vec<T, 16>));
+  store_requantized16<T>(rint16(clamped1024(t)), zp_out, div > 0, y);
 }
 
 // requantize16's results from one multiplier per lane, k = s_in / (d * s_out) rounded once
@@ -130,19 +144,12 @@ inline bool requantize16_by_multiplier(const int32_t* sum, const int32_t* corr, 
   using VI = Vec<int32_t, 16>;
   using VF = Vec<float, 16>;
   VF a = __builtin_convertvector(load_vec<VI>(sum) - load_vec<VI>(corr), VF) * load_vec<VF>(k);
-  a = a < -1024.0f ? VF{} - 1024.0f : a;
-  a = a > 1024.0f ? VF{} + 1024.0f : a;
-  const float magic = 12582912.0f;  // 1.5 * 2^23: round half to even
-  const VF r = (a + magic) - magic;
+  a = clamped1024(a);
+  const VF r = rint16(a);
   VF f = a - r;  // exact
   f = f < 0.0f ? -f : f;
   if (any_lane((0.5f - f) < 0x1p-11f)) return false;
-  VI q = __builtin_convertvector(r, VI) + zp_out;
-  const int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-  q = q < lo ? VI{} + lo : q;
-  q = q > hi ? VI{} + hi : q;
-  q = load_vec<VI>(live) != 0 ? q : VI{} + zp_out;
-  store_vec(y, __builtin_convertvector(q, Vec<T, 16>));
+  store_requantized16<T>(r, zp_out, load_vec<VI>(live), y);
   return true;
 }
 

@@ -91,6 +91,15 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
     else
       row_sums<T, A, 2>(b, geo, ow);
   };
+  // the counts of outputs [t0, t0 + m) of a row with divisor factors row_real, row_div
+  auto row_counts = [&](int64_t row_real, int64_t row_div, int64_t t0, int64_t m,
+                        int64_t* real, int64_t* divisor) {
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t col = geo.last_real[t0 + i];
+      real[i] = row_real * col;
+      divisor[i] = row_div * (c.include_padding ? geo.last_padded[t0 + i] : col);
+    }
+  };
   // the full rows' counts, row after row for as many rows as a block holds
   const bool flat = flat_second_pass(c, geo);
   std::vector<int64_t> flat_real, flat_div;
@@ -103,10 +112,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
     const int64_t fr = geo.full_rows.lo;
     const int64_t row_real = geo.row_real[fr];
     const int64_t row_div = c.include_padding ? geo.row_padded[fr] : row_real;
-    for (int64_t o = 0; o < ow; ++o) {
-      flat_real[o] = row_real * geo.last_real[o];
-      flat_div[o] = row_div * (c.include_padding ? geo.last_padded[o] : geo.last_real[o]);
-    }
+    row_counts(row_real, row_div, 0, ow, flat_real.data(), flat_div.data());
     for (int64_t r = 1; r < rows; ++r) {
       std::copy(flat_real.begin(), flat_real.begin() + ow, flat_real.begin() + r * ow);
       std::copy(flat_div.begin(), flat_div.begin() + ow, flat_div.begin() + r * ow);
@@ -116,7 +122,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   // a task's sums and counts of one tile; a row's counts are the row before's unless the
   // row's factors or the tile differ (they change only at the borders)
   struct Tile {
-    std::vector<A> sums;
+    std::vector<A> sums = std::vector<A>(kSeparableTile);
     int64_t real[kSeparableTile], divisor[kSeparableTile];
     int64_t row_real = -1, row_div = -1, t0 = -1;
     Counts counts{real, divisor, 0};
@@ -145,7 +151,6 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
         const int64_t o[4] = {n, ch, oy, 0};
         const int64_t yoff = yplane + oy * c.y.strides[2];
         const int64_t rows = window_rows(oy, js);
-        if (int64_t(s.sums.size()) < kSeparableTile) s.sums.resize(kSeparableTile);
         for (int64_t t0 = 0; t0 < ow; t0 += kSeparableTile) {
           const int64_t m = ow - t0 < kSeparableTile ? ow - t0 : kSeparableTile;
           if (rows == 0) {
@@ -156,11 +161,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
             column_sums(ht, rows, m, s.sums.data());
           }
           if (row_real != s.row_real || row_div != s.row_div || t0 != s.t0) {
-            for (int64_t i = 0; i < m; ++i) {
-              const int64_t col = geo.last_real[t0 + i];
-              s.real[i] = row_real * col;
-              s.divisor[i] = row_div * (c.include_padding ? geo.last_padded[t0 + i] : col);
-            }
+            row_counts(row_real, row_div, t0, m, s.real, s.divisor);
             s.row_real = row_real, s.row_div = row_div, s.t0 = t0;
             ++s.counts.version;
           }
@@ -181,7 +182,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
         const int64_t o[4] = {n, ch, run.lo, 0};
         finish(o, yplane + run.lo * c.y.strides[2], 0, m, s.sums.data(), flat_counts);
       }
-      for (int64_t oy = run.hi > run.lo ? run.hi : run.lo; oy < b1; ++oy) one_row(oy);
+      for (int64_t oy = run.hi; oy < b1; ++oy) one_row(oy);
     };
   };
   separable_blocks<T, A>(c.x, c.y, geo, c.threads, work, first, task);

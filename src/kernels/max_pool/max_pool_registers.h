@@ -100,6 +100,19 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   using F = Vec<int64_t, Lanes::L>;  // flat indices
   F lane{};
   for (int i = 0; i < L; ++i) lane[i] = i * s;
+  // outputs o.. flat indices (32- or 64-bit lanes) into the indices, as one vector where packed
+  auto store_flat = [&](int64_t o, auto flat) {
+    const int64_t is = c.indices.strides[last];
+    if (is == 1 && element_size(c.indices.dtype) == 4) {
+      store_vec(c.indices.template at<uint32_t>(ioff + o),
+                __builtin_convertvector(flat, Vec<uint32_t, Lanes::L>));
+    } else if (is == 1) {
+      store_vec(c.indices.template at<uint64_t>(ioff + o),
+                __builtin_convertvector(flat, Vec<uint64_t, Lanes::L>));
+    } else {
+      for (int i = 0; i < L; ++i) store_index(c.indices, ioff + (o + i) * is, uint64_t(flat[i]));
+    }
+  };
   // whole vectors from va; the last one ends at vb, overlapping the one before it where
   // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
   sweep<L>(va, vb, [&](int64_t o) {
@@ -127,33 +140,14 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       }
     }
     if (kIndices && narrow) {
-      const U flat = number +
-                     __builtin_convertvector(lane + c0, U) * uint32_t(c.pitch[last]);
-      const int64_t is = c.indices.strides[last];
-      if (is == 1 && element_size(c.indices.dtype) == 4) {
-        store_vec(c.indices.template at<uint32_t>(ioff + o), flat);
-      } else if (is == 1) {
-        store_vec(c.indices.template at<uint64_t>(ioff + o), __builtin_convertvector(flat, F));
-      } else {
-        for (int i = 0; i < L; ++i) store_index(c.indices, ioff + (o + i) * is, flat[i]);
-      }
+      store_flat(o, number + __builtin_convertvector(lane + c0, U) * uint32_t(c.pitch[last]));
     } else if (kIndices) {
       // the flat index of each lane's winner: its row's start looked up lane by lane, the
       // rest all lanes at once
       F start;
       for (int i = 0; i < L; ++i) start[i] = r.foff[number[i] >> 6];
       const F j = __builtin_convertvector(number & 63, F);
-      const F flat = start + (lane + c0 + j * d) * c.pitch[last];
-      const int64_t is = c.indices.strides[last];
-      if (is == 1 && element_size(c.indices.dtype) == 4) {
-        store_vec(c.indices.template at<uint32_t>(ioff + o),
-                  __builtin_convertvector(flat, Vec<uint32_t, Lanes::L>));
-      } else if (is == 1) {
-        store_vec(c.indices.template at<uint64_t>(ioff + o), flat);
-      } else {
-        for (int i = 0; i < L; ++i)
-          store_index(c.indices, ioff + (o + i) * is, uint64_t(flat[i]));
-      }
+      store_flat(o, start + (lane + c0 + j * d) * c.pitch[last]);
     }
   }, [](int64_t) {});  // (never: the caller gives at least L outputs)
 }
