@@ -20,6 +20,7 @@ lets the library's own error propagate; the runner reports either in the table.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -299,7 +300,29 @@ def _numba_backend() -> bool:
     return True
 
 
-def _dmlops(backend: str):
+def _dmlops(backend: str, level: str | None = None):
+    """The dmlops call of a workload on ``backend``; for the cpu backend with ``level``
+    (``baseline``, ``avx2``), that CPU level's module, chosen again at every call (the
+    implementations take turns, and the others run at the best level)."""
+    if backend != "cpu":
+        return _dmlops_call(backend)
+    call = _dmlops_call(backend)
+
+    def prepare(w: Workload, data: Data) -> Bench:
+        cpu = importlib.import_module("dmlops.backends.cpu")
+        if level is not None and level not in cpu.supported():
+            raise Skip(f"CPU level {level} not supported here ({', '.join(cpu.supported())})")
+        bench = call(w, data)
+        inner = bench.run
+
+        def run():
+            cpu.set_level(level)
+            return inner()
+        return dataclasses.replace(bench, run=run)
+    return prepare
+
+
+def _dmlops_call(backend: str):
     def prepare(w: Workload, data: Data) -> Bench:
         if backend == "numba" and not _numba_backend():
             raise Skip("the Numba kernels need numba and the source tree")
@@ -869,6 +892,8 @@ IMPLS = (
     Impl("dmlops reference", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("reference"),
          is_dmlops=True),
     Impl("dmlops numba", "numba", _F(POOL_OPS + ("pad",)), _dmlops("numba"), compiles=True),
+    Impl("dmlops cpu-avx2", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("cpu", "avx2")),
+    Impl("dmlops cpu-baseline", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("cpu", "baseline")),
     Impl("torch NCHW", "torch", _POOL, _torch_pool("NCHW"),
          dtypes=_F({"float32", "float16", "int8", "int32"})),
     Impl("torch channels_last", "torch", _POOL, _torch_pool("channels_last"),

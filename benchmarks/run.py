@@ -540,7 +540,8 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print a markdown document")
     ap.add_argument("--backends", default="cpu,reference,numba",
                     help="dmlops backends to time (default cpu,reference,numba: numba is the "
-                         "earlier kernels, from the source tree, where Numba is installed)")
+                         "earlier kernels, from the source tree, where Numba is installed; "
+                         "cpu-avx2 and cpu-baseline: the cpu backend at that CPU level)")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds of timed repeats per row (default 1.5, 0.05 with --quick)")
     ap.add_argument("--seed", type=int, default=0)

@@ -14,7 +14,8 @@ python=$(command -v python)
 # level-dependent piece (software or F16C conversions, narrow or wide vectors)
 levels="baseline"
 [ "$(uname -m)" = x86_64 ] && levels="baseline;avx512"
-cmake -S . -B "$build" -G Ninja -DDMLOPS_SANITIZE=ON -DDMLOPS_ONLY_LEVELS="$levels" \
+cmake -S . -B "$build" -G Ninja -DDMLOPS_SANITIZE=ON -DDMLOPS_STRICT_VECTORS=ON \
+  -DDMLOPS_ONLY_LEVELS="$levels" \
   -DPython_EXECUTABLE="$python" > /dev/null
 cmake --build "$build" > /dev/null
 # a package folder with the sanitized modules beside the Python sources

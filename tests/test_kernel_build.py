@@ -46,6 +46,28 @@ def test_the_fma_check_sees_a_contracted_multiply_add(tmp_path):
     assert _fused(_disassembly(tmp_path / "f.o"))
 
 
+def test_strict_build_refuses_a_vector_expanded_lane_by_lane(tmp_path):
+    """The strict build (DMLOPS_STRICT_VECTORS, as CI builds) fails where GCC would expand a
+    vector operation through the stack: a comparison of 64-byte vectors under AVX2 is one
+    (the kernels size theirs by common/simd.h's kVectorBytes instead)."""
+    if "x86_64" not in subprocess.run(["g++", "-dumpmachine"], capture_output=True,
+                                      text=True).stdout:
+        pytest.skip("the example is an x86-64 one")
+    kernels = Path(__file__).resolve().parents[1] / "src" / "kernels"
+    src = tmp_path / "f.cpp"
+    src.write_text('#include "common/simd.h"\n'
+                   "using V = dmlops::Vec<float, 16>;\n"
+                   "V wide(V a, V b) { return a > b ? a : b; }\n"
+                   "using N = dmlops::Vec<float, dmlops::kVectorBytes / 4>;\n"
+                   "N native(N a, N b) { return a > b ? a : b; }\n")
+    run = subprocess.run(["g++", "-std=c++17", "-O1", "-mavx2", f"-I{kernels}",
+                          "-Werror=vector-operation-performance", "-c", str(src), "-o",
+                          str(tmp_path / "f.o")], capture_output=True, text=True)
+    assert run.returncode != 0
+    errors = [line for line in run.stderr.splitlines() if "expanded piecewise" in line]
+    assert errors and all("f.cpp:3:" in line for line in errors)
+
+
 def test_levels_are_ordered_and_loaded():
     assert cpu.supported()[0] == "baseline"
     for level in cpu.supported():

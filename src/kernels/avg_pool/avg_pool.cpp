@@ -15,7 +15,7 @@ namespace {
 template <class T, class A, class MakeFinish>
 void sum_pool(const SumPoolCall& c, MakeFinish&& make_finish) {
   if (c.plain) return sum_pool_plain<T, A>(c, make_finish);
-  if constexpr (std::is_integral_v<A>) {
+  if constexpr (std::is_integral_v<A> && SumLanes<T, A>::kFits) {
     if (separable_sums_path(c)) return sum_pool_separable<T, A>(c, make_finish);
   }
   sum_pool_rows<T, A>(c, make_finish);

@@ -56,20 +56,26 @@ template <> inline Half average_of<Half, float>(float sum, int64_t divisor) {
   return Half{half_of(r)};
 }
 
-// average_of for 16 outputs at once, from the divisors as floats (0 where not positive):
-// the same arithmetic, so the same bits.
+// average_of for 16 outputs at once, a register at a time, from the divisors as floats (0
+// where not positive): the same arithmetic, so the same bits.
 template <class T, class A>
 inline void average16(const A* sums, const A* divisor, T* y) {
-  using VA = Vec<A, 16>;
-  const VA d = load_vec<VA>(divisor);
+  constexpr int C = lanes_for<A>();
+  using VA = Vec<A, C>;
   // (a zero divisor's lane divides by zero and is then dropped)
-  const VA r = d > A(0) ? load_vec<VA>(sums) / d : VA{};
+  auto quotients = [&](int i) {
+    const VA d = load_vec<VA>(divisor + i);
+    return d > A(0) ? load_vec<VA>(sums + i) / d : VA{};
+  };
   if constexpr (std::is_same_v<T, Half>) {
     float f[16];
-    store_vec(f, r);
+    for (int i = 0; i < 16; i += C) store_vec(f + i, quotients(i));
     floats_to_halves16(f, reinterpret_cast<uint16_t*>(y));
   } else {
-    store_vec(y, r != r ? VA{} + canonical(A(NAN)) : r);
+    for (int i = 0; i < 16; i += C) {
+      const VA r = quotients(i);
+      store_vec(y + i, r != r ? VA{} + canonical(A(NAN)) : r);
+    }
   }
 }
 
@@ -88,45 +94,51 @@ template <class T> inline T requantize(int64_t sum, int64_t divisor, float s_in,
   return T(divisor > 0 ? q : double(zp_out));
 }
 
+// The requantizing finishes work a register of 4-byte lanes at a time.
+inline constexpr int kQuantLanes = lanes_for<float>();
+using QuantF = Vec<float, kQuantLanes>;
+using QuantI = Vec<int32_t, kQuantLanes>;
+
 // t clamped to +-1024: beyond, every result clamps to the type's range anyway
 // (|zp_out| <= 255).
-inline Vec<float, 16> clamped1024(Vec<float, 16> t) {
-  using VF = Vec<float, 16>;
-  t = t < -1024.0f ? VF{} - 1024.0f : t;
-  return t > 1024.0f ? VF{} + 1024.0f : t;
+inline QuantF clamped1024(QuantF t) {
+  t = t < -1024.0f ? QuantF{} - 1024.0f : t;
+  return t > 1024.0f ? QuantF{} + 1024.0f : t;
 }
 
 // t (|t| < 2^22) rounded half to even: 1.5 * 2^23 added and taken away.
-inline Vec<float, 16> rint16(Vec<float, 16> t) {
+inline QuantF rint_lanes(QuantF t) {
   const float magic = 12582912.0f;
   return (t + magic) - magic;
 }
 
-// The 16 outputs rint(t) + zp_out, clamped to T's range, zp_out where `live` is 0.
+// A register's outputs rint(t) + zp_out, clamped to T's range, zp_out where `live` is 0.
 template <class T>
-inline void store_requantized16(Vec<float, 16> r, int32_t zp_out, Vec<int32_t, 16> live, T* y) {
-  using VI = Vec<int32_t, 16>;
-  VI q = __builtin_convertvector(r, VI) + zp_out;
+inline void store_requantized(QuantF r, int32_t zp_out, QuantI live, T* y) {
+  QuantI q = __builtin_convertvector(r, QuantI) + zp_out;
   const int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-  q = q < lo ? VI{} + lo : q;
-  q = q > hi ? VI{} + hi : q;
-  q = live != 0 ? q : VI{} + zp_out;
-  store_vec(y, __builtin_convertvector(q, Vec<T, 16>));
+  q = q < lo ? QuantI{} + lo : q;
+  q = q > hi ? QuantI{} + hi : q;
+  q = live != 0 ? q : QuantI{} + zp_out;
+  // (narrowed lane by lane: a loop the compiler packs, where a vector conversion from 32 to
+  // 8 bits is expanded through the stack below AVX-512)
+  for (int i = 0; i < kQuantLanes; ++i) y[i] = T(q[i]);
 }
 
 // requantize for 16 outputs of one channel at once (32-bit sums): the same arithmetic.
 template <class T>
 inline void requantize16(const int32_t* sum, const int64_t* real, const int64_t* divisor,
                          int32_t zp_in, float s_in, float s_out, int32_t zp_out, T* y) {
-  using VI = Vec<int32_t, 16>;
-  using VF = Vec<float, 16>;
-  using VL = Vec<int64_t, 16>;
-  VI div = __builtin_convertvector(load_vec<VL>(divisor), VI);
-  VI centred = load_vec<VI>(sum) - __builtin_convertvector(load_vec<VL>(real), VI) * zp_in;
-  VF t = __builtin_convertvector(centred, VF) * s_in;
-  t = t / __builtin_convertvector(div > 0 ? div : VI{} + 1, VF);
-  t = t / s_out;
-  store_requantized16<T>(rint16(clamped1024(t)), zp_out, div > 0, y);
+  int32_t div[16], real32[16];
+  for (int i = 0; i < 16; ++i) div[i] = int32_t(divisor[i]), real32[i] = int32_t(real[i]);
+  for (int i = 0; i < 16; i += kQuantLanes) {
+    const QuantI d = load_vec<QuantI>(div + i);
+    const QuantI centred = load_vec<QuantI>(sum + i) - load_vec<QuantI>(real32 + i) * zp_in;
+    QuantF t = __builtin_convertvector(centred, QuantF) * s_in;
+    t = t / __builtin_convertvector(d > 0 ? d : QuantI{} + 1, QuantF);
+    t = t / s_out;
+    store_requantized<T>(rint_lanes(clamped1024(t)), zp_out, d > 0, y + i);
+  }
 }
 
 // requantize16's results from one multiplier per lane, k = s_in / (d * s_out) rounded once
@@ -141,15 +153,21 @@ inline void requantize16(const int32_t* sum, const int64_t* real, const int64_t*
 template <class T>
 inline bool requantize16_by_multiplier(const int32_t* sum, const int32_t* corr, const float* k,
                                        const int32_t* live, int32_t zp_out, T* y) {
-  using VI = Vec<int32_t, 16>;
-  using VF = Vec<float, 16>;
-  VF a = __builtin_convertvector(load_vec<VI>(sum) - load_vec<VI>(corr), VF) * load_vec<VF>(k);
-  a = clamped1024(a);
-  const VF r = rint16(a);
-  VF f = a - r;  // exact
-  f = f < 0.0f ? -f : f;
-  if (any_lane((0.5f - f) < 0x1p-11f)) return false;
-  store_requantized16<T>(r, zp_out, load_vec<VI>(live), y);
+  constexpr int kRegs = 16 / kQuantLanes;
+  QuantF r[kRegs];
+  for (int g = 0; g < kRegs; ++g) {
+    const int i = g * kQuantLanes;
+    const QuantI centred = load_vec<QuantI>(sum + i) - load_vec<QuantI>(corr + i);
+    const QuantF a =
+        clamped1024(__builtin_convertvector(centred, QuantF) * load_vec<QuantF>(k + i));
+    r[g] = rint_lanes(a);
+    QuantF f = a - r[g];  // exact
+    f = f < 0.0f ? -f : f;
+    if (any_lane((0.5f - f) < 0x1p-11f)) return false;
+  }
+  for (int g = 0; g < kRegs; ++g)
+    store_requantized<T>(r[g], zp_out, load_vec<QuantI>(live + g * kQuantLanes),
+                         y + g * kQuantLanes);
   return true;
 }
 

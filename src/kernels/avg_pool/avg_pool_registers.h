@@ -19,25 +19,30 @@
 
 namespace dmlops {
 
+// A register of sums (A) and the input lanes (T's bits) that widen into them.
 template <class T, class A> struct SumLanes {
-  static constexpr int L = 16;
+  static constexpr int L = lanes_for<A>();
   using Raw = std::conditional_t<std::is_same_v<T, Half>, uint16_t, T>;
   using VR = Vec<Raw, L>;
   using VA = Vec<A, L>;
+  // whether the inputs' lanes fill 8 bytes: below, SSE2 has no register for them, and the
+  // paths that load them give way to the scratch's loops (avg_pool_rows.h)
+  static constexpr bool kFits = sizeof(VR) >= 8;
 
   static VA widen_lanes(VR v) {
     if constexpr (std::is_same_v<T, Half>) {
+      static_assert(std::is_same_v<A, float>);
       VA out;
 #if defined(__AVX512F__)
       __m256i h;
       std::memcpy(&h, &v, sizeof h);
       __m512 f = _mm512_cvtph_ps(h);
       std::memcpy(&out, &f, sizeof out);
-#elif defined(__F16C__)
-      __m128i h[2];
-      std::memcpy(h, &v, sizeof h);
-      __m256 f[2] = {_mm256_cvtph_ps(h[0]), _mm256_cvtph_ps(h[1])};
-      std::memcpy(&out, f, sizeof out);
+#elif defined(__AVX2__) && defined(__F16C__)
+      __m128i h;
+      std::memcpy(&h, &v, sizeof h);
+      __m256 f = _mm256_cvtph_ps(h);
+      std::memcpy(&out, &f, sizeof out);
 #else
       for (int i = 0; i < L; ++i) out[i] = half_to_float(v[i]);
 #endif
@@ -51,19 +56,22 @@ template <class T, class A> struct SumLanes {
       __m512i w = std::is_signed_v<Raw> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
       std::memcpy(&out, &w, sizeof out);
 #elif defined(__AVX2__)
-      __m128i b;
-      std::memcpy(&b, &v, sizeof b);
-      __m256i w[2];
-      w[0] = std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-      b = _mm_srli_si128(b, 8);
-      w[1] = std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-      std::memcpy(&out, w, sizeof out);
+      __m128i b = _mm_setzero_si128();
+      std::memcpy(&b, &v, sizeof v);
+      __m256i w = std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+      std::memcpy(&out, &w, sizeof out);
 #else
-      out = __builtin_convertvector(v, VA);
+      for (int i = 0; i < L; ++i) out[i] = A(v[i]);
 #endif
       return out;
+    } else if constexpr (std::is_same_v<Raw, A>) {
+      return v;
     } else {
-      return __builtin_convertvector(v, VA);
+      // (lane by lane: __builtin_convertvector from lanes narrower than a register is
+      // expanded through the stack; this loop the compiler may pack)
+      VA out;
+      for (int i = 0; i < L; ++i) out[i] = A(v[i]);
+      return out;
     }
   }
 };

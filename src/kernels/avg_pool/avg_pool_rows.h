@@ -73,7 +73,8 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
   const RowGeometry geo(c.x, c.y, c.w);
   const Dim& dl = geo.last();
   const int64_t no_pitch[kMaxRank] = {};
-  const bool registers = c.x.strides[last] == 1 && (dl.stride == 1 || dl.stride == 2);
+  const bool registers = SumLanes<T, A>::kFits && c.x.strides[last] == 1 &&
+                         (dl.stride == 1 || dl.stride == 2);
   double volume = 1;
   for (int i = 0; i < k; ++i) volume *= double(c.w.size[i]);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
@@ -117,7 +118,8 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
         int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;
         constexpr int L = SumLanes<T, A>::L;
         if (vb - va < L) va = vb = t.t0;
-        sum_pool_registers<T, A>(c, dl, xoffs, rows, va, vb, s->acc, t.t0);
+        if constexpr (SumLanes<T, A>::kFits)
+          sum_pool_registers<T, A>(c, dl, xoffs, rows, va, vb, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, s->acc, t.t0);
         o[last] = t.t0;

@@ -23,7 +23,7 @@ inline bool separable_sums_path(const SumPoolCall& c) {
   return separable_shape(c.x, c.y, c.w);
 }
 
-// First pass: a block's row sums, flat vectors of 16 where the window lies in the block,
+// First pass: a block's row sums, flat registers of sums where the window lies in the block,
 // then the columns whose window leaves its row from their real offsets.
 template <class T, class A, int kStep>
 void row_sums(const Block<T, A>& b, const SeparableGeometry& geo, int64_t ow) {
@@ -45,12 +45,12 @@ void row_sums(const Block<T, A>& b, const SeparableGeometry& geo, int64_t ow) {
   });
 }
 
-// sums[i] = the sum over window rows j of h[j][i] for i in [0, m), 16 at a time; kRows: the
-// rows' count where known when compiled (0: `rows`), so that the rows' pointers stay in
-// registers.
+// sums[i] = the sum over window rows j of h[j][i] for i in [0, m), a register at a time;
+// kRows: the rows' count where known when compiled (0: `rows`), so that the rows' pointers
+// stay in registers.
 template <class A, int kRows>
 void sum_columns(const A* const* h, int64_t rows, int64_t m, A* sums) {
-  constexpr int L = 16;
+  constexpr int L = lanes_for<A>();
   using VA = Vec<A, L>;
   if (kRows > 0) rows = kRows;
   sweep<L>(
@@ -136,7 +136,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   auto task = [&]() {
     return [&, tile = std::make_unique<Tile>(), finish = make_finish()](
                const Block<T, A>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
-               int64_t n, int64_t ch) mutable {
+               int64_t n, int64_t ch, Prefetch&) mutable {  // (no prefetch: not measured here)
       Tile& s = *tile;
       const A* h[kMostRegisterOffsets];
       auto window_rows = [&](int64_t oy, Span js) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #if defined(__AVX512F__)
@@ -11,6 +12,38 @@
 #endif
 
 namespace dmlops {
+
+// The width of the level's widest registers: 64 bytes with AVX-512, 32 with AVX2, 16 with
+// SSE2 or NEON. A vector type of one register is what every level compiles whole: GCC 12
+// expands comparisons, selects and shuffles of wider ones (64 bytes under AVX2, 32 under
+// SSE2) lane by lane through the stack, which made the avx2 and baseline modules 5 to 16x
+// slower than avx512 at max pooling and averages. So the fast paths size their vectors from
+// this (lanes_for), and tests/test_kernel_build.py checks that no such expansion is left.
+#if defined(__AVX512F__)
+inline constexpr int kVectorBytes = 64;
+#elif defined(__AVX2__)
+inline constexpr int kVectorBytes = 32;
+#else
+inline constexpr int kVectorBytes = 16;
+#endif
+
+// Whether the level compares 64-bit integer lanes in registers (SSE2 alone does not).
+#if defined(__x86_64__) && !defined(__SSE4_2__)
+inline constexpr bool kCompares64 = false;
+#else
+inline constexpr bool kCompares64 = true;
+#endif
+
+// Whether the level's registers compare and select lanes of T (else the fast paths that
+// would leave T to the scratch's loops).
+template <class T> inline constexpr bool kComparesLanesOf = sizeof(T) != 8 || kCompares64;
+
+// The lanes of a full register of T (of the widest of the types a kernel keeps side by side).
+template <class T, class... More> inline constexpr int lanes_for() {
+  size_t bytes = sizeof(T);
+  ((bytes = sizeof(More) > bytes ? sizeof(More) : bytes), ...);
+  return kVectorBytes / int(bytes);
+}
 
 template <class T, int L> struct VecOf {
   typedef T type __attribute__((vector_size(sizeof(T) * L)));
@@ -40,6 +73,29 @@ inline V even_lanes(V a, V b, std::index_sequence<I...>) {
 template <class V, size_t... I>
 inline V odd_lanes(V a, V b, std::index_sequence<I...>) {
   return __builtin_shufflevector(a, b, (2 * I + 1)...);
+}
+
+// A comparison's lanes (0 or -1, of any width) as 32-bit lanes, by repeating narrower lanes
+// or keeping the low half of wider ones: shuffles every level does in registers, where
+// __builtin_convertvector of a mask narrower than a register is expanded lane by lane.
+template <class M, int L, size_t... I>
+inline Vec<int32_t, L> widen_mask_by(Vec<M, L> m, std::index_sequence<I...>) {
+  if constexpr (sizeof(M) == 4) {
+    return reinterpret_cast<Vec<int32_t, L>>(m);
+  } else if constexpr (sizeof(M) < 4) {
+    constexpr int R = 4 / int(sizeof(M));
+    const Vec<M, L * R> w = __builtin_shufflevector(m, m, (I / R)...);
+    return reinterpret_cast<Vec<int32_t, L>>(w);
+  } else {
+    const auto h = reinterpret_cast<Vec<int32_t, 2 * L>>(m);
+    return __builtin_shufflevector(h, h, (2 * I)...);
+  }
+}
+template <class V> inline auto widen_mask(V m) {
+  using M = std::remove_cv_t<std::remove_reference_t<decltype(m[0])>>;
+  constexpr int L = int(sizeof(V) / sizeof(M));
+  constexpr int n = sizeof(M) < 4 ? L * (4 / int(sizeof(M))) : L;
+  return widen_mask_by<M, L>(m, std::make_index_sequence<n>{});
 }
 
 // L elements p[0], p[step], ..., one at a time.

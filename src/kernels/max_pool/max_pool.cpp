@@ -10,11 +10,11 @@ namespace dmlops {
 void max_pool(const MaxPoolCall& c) {
   with_type(c.x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (c.plain)
-      max_pool_plain<T>(c);
-    else if (separable_path(c))
-      max_pool_separable<T>(c);
-    else if (c.indices.data != nullptr)
+    if (c.plain) return max_pool_plain<T>(c);
+    if constexpr (kComparesLanesOf<typename MaxKey<T>::Raw>) {
+      if (separable_path(c)) return max_pool_separable<T>(c);
+    }
+    if (c.indices.data != nullptr)
       max_pool_rows<T, true>(c);
     else
       max_pool_rows<T, false>(c);

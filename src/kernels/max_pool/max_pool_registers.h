@@ -31,6 +31,10 @@ template <class T, int kLanes> struct MaxLanes {
       return (c > b) | ((c != c) & (b == b));
     } else if constexpr (std::is_same_v<T, Half>) {
       return key(c) > key(b);
+    } else if constexpr (sizeof(Raw) == 8 && !kCompares64) {
+      M m;  // (lane by lane, said so: GCC expands it through the stack otherwise)
+      for (int i = 0; i < L; ++i) m[i] = c[i] > b[i] ? -1 : 0;
+      return m;
     } else {
       return c > b;
     }
@@ -71,7 +75,6 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   using Lanes = MaxLanes<T, kLanes>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
-  using N = Vec<int32_t, Lanes::L>;   // lane masks
   using U = Vec<uint32_t, Lanes::L>;  // winners (unsigned: narrow flat indices wrap)
   constexpr int L = Lanes::L;
   const int last = c.x.rank - 1;
@@ -93,22 +96,22 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       auto take = Lanes::better(v, best);
       best = take ? v : best;
       if (kIndices)
-        *which = __builtin_convertvector(take, N) ? U{} + uint32_t(j) * jstep : *which;
+        *which = widen_mask(take) ? U{} + uint32_t(j) * jstep : *which;
     }
     return best;
   };
-  using F = Vec<int64_t, Lanes::L>;  // flat indices
-  F lane{};
-  for (int i = 0; i < L; ++i) lane[i] = i * s;
-  // outputs o.. flat indices (32- or 64-bit lanes) into the indices, as one vector where packed
-  auto store_flat = [&](int64_t o, auto flat) {
+  // each lane's input coordinate less lane 0's, times the last dimension's pitch: narrow
+  // indices add up modulo 2^32 (every flat index fits, so the sum is exact)
+  U lane_pitch{};
+  for (int i = 0; i < L; ++i) lane_pitch[i] = uint32_t(i * s) * uint32_t(c.pitch[last]);
+  // outputs o.. flat indices (narrow) into the indices, as one vector where packed
+  auto store_flat = [&](int64_t o, U flat) {
     const int64_t is = c.indices.strides[last];
     if (is == 1 && element_size(c.indices.dtype) == 4) {
-      store_vec(c.indices.template at<uint32_t>(ioff + o),
-                __builtin_convertvector(flat, Vec<uint32_t, Lanes::L>));
+      store_vec(c.indices.template at<uint32_t>(ioff + o), flat);
     } else if (is == 1) {
-      store_vec(c.indices.template at<uint64_t>(ioff + o),
-                __builtin_convertvector(flat, Vec<uint64_t, Lanes::L>));
+      uint64_t* out = c.indices.template at<uint64_t>(ioff + o);
+      for (int i = 0; i < L; ++i) out[i] = flat[i];
     } else {
       for (int i = 0; i < L; ++i) store_index(c.indices, ioff + (o + i) * is, uint64_t(flat[i]));
     }
@@ -129,7 +132,7 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       best = take ? v : best;
       if (kIndices) {
         const uint32_t add = narrow ? uint32_t(r.foff[m]) : uint32_t(m * 64);
-        number = __builtin_convertvector(take, N) ? which + add : number;
+        number = widen_mask(take) ? which + add : number;
       }
     }
     if (c.y.data != nullptr) {
@@ -140,14 +143,16 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       }
     }
     if (kIndices && narrow) {
-      store_flat(o, number + __builtin_convertvector(lane + c0, U) * uint32_t(c.pitch[last]));
+      store_flat(o, number + lane_pitch + uint32_t(c0) * uint32_t(c.pitch[last]));
     } else if (kIndices) {
-      // the flat index of each lane's winner: its row's start looked up lane by lane, the
-      // rest all lanes at once
-      F start;
-      for (int i = 0; i < L; ++i) start[i] = r.foff[number[i] >> 6];
-      const F j = __builtin_convertvector(number & 63, F);
-      store_flat(o, start + (lane + c0 + j * d) * c.pitch[last]);
+      // the flat index of each lane's winner, 64-bit, lane by lane: its row's start looked
+      // up, then its offset in the row
+      const int64_t is = c.indices.strides[last];
+      for (int i = 0; i < L; ++i) {
+        const int64_t at = c0 + i * s + int64_t(number[i] & 63) * d;
+        store_index(c.indices, ioff + (o + i) * is,
+                    uint64_t(r.foff[number[i] >> 6] + at * c.pitch[last]));
+      }
     }
   }, [](int64_t) {});  // (never: the caller gives at least L outputs)
 }

@@ -140,23 +140,35 @@ void max_pool_rows(const MaxPoolCall& c) {
         }
         ++rows;
       });
-      if (register_path(c, geo, rows)) {
+      // lanes: a register of 4-byte lanes (or of the values, if wider), the indices' width;
+      // values of 1 and 2 bytes without indices twice as many where the row has as many.
+      // Each instance only where its values fill 16 bytes at least (no level has narrower
+      // registers; SSE2's 4 lanes of bytes go through the scratch) and the level compares
+      // them (kComparesLanesOf).
+      constexpr int kLanes = lanes_for<Raw, uint32_t>(), kWide = 2 * kLanes;
+      constexpr bool kLanesFit = kLanes * sizeof(Raw) >= 16 && kComparesLanesOf<Raw>;
+      constexpr bool kWideFits = sizeof(Raw) <= 2 && !kIndices && kWide * sizeof(Raw) >= 16;
+      if ((kLanesFit || kWideFits) && register_path(c, geo, rows)) {
         const RegisterRow r{xoffs, foffs, rows, narrow};
-        // 32 lanes of 1- and 2-byte values fill a 64-byte register, where the row has as many
-        // (the 32-lane instance exists for those types only: compile time)
-        Span fast = register_outputs(geo, task.t0, task.t1, 32);
-        bool wide = false;
-        if constexpr (sizeof(Raw) <= 2) {
-          wide = fast.hi - fast.lo >= 32;
-          if (wide) max_pool_registers<T, kIndices, 32>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+        Span fast = register_outputs(geo, task.t0, task.t1, kWide);
+        bool done = false;
+        if constexpr (kWideFits) {
+          done = fast.hi - fast.lo >= kWide;
+          if (done)
+            max_pool_registers<T, kIndices, kWide>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
         }
-        if (!wide) {
-          fast = register_outputs(geo, task.t0, task.t1, 16);
-          max_pool_registers<T, kIndices, 16>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+        if constexpr (kLanesFit) {
+          if (!done) {
+            fast = register_outputs(geo, task.t0, task.t1, kLanes);
+            max_pool_registers<T, kIndices, kLanes>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+            done = true;
+          }
         }
-        max_pool_row_outputs<T, kIndices>(c, geo, r, task.t0, fast.lo, yoff, ioff);
-        max_pool_row_outputs<T, kIndices>(c, geo, r, fast.hi, task.t1, yoff, ioff);
-        continue;
+        if (done) {
+          max_pool_row_outputs<T, kIndices>(c, geo, r, task.t0, fast.lo, yoff, ioff);
+          max_pool_row_outputs<T, kIndices>(c, geo, r, fast.hi, task.t1, yoff, ioff);
+          continue;
+        }
       }
       // the rest of the tile through the scratch
       auto through_scratch = [&](int64_t t0, int64_t t1) {

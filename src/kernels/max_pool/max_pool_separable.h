@@ -105,9 +105,9 @@ void vector_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o
            [](int64_t) {});
 }
 
-// A row of ow outputs: vectors of 64 bytes, or 32 or 16 where the row is shorter; a row
-// shorter than 16 bytes one output at a time. Windows of 2 and 3 rows have instances of
-// their own.
+// A row of ow outputs: vectors of a register (kVectorBytes), or of 32 or 16 bytes where the
+// row is shorter; a row shorter than 16 bytes one output at a time. Windows of 2 and 3 rows
+// have instances of their own.
 template <class T>
 void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t ow,
                 typename MaxKey<T>::Raw* y, int64_t ys) {
@@ -119,8 +119,10 @@ void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o
     if (n == 2) return vector_row<T, B, 2>(rows, n, ow, y, ys);
     vector_row<T, B, 0>(rows, n, ow, y, ys);
   };
-  if (bytes >= 64) return with_rows(std::integral_constant<int, 64>{});
-  if (bytes >= 32) return with_rows(std::integral_constant<int, 32>{});
+  if constexpr (kVectorBytes >= 64)
+    if (bytes >= 64) return with_rows(std::integral_constant<int, 64>{});
+  if constexpr (kVectorBytes >= 32)
+    if (bytes >= 32) return with_rows(std::integral_constant<int, 32>{});
   if (bytes >= 16) return with_rows(std::integral_constant<int, 16>{});
   for (int64_t o = 0; o < ow; ++o) {
     Raw best = rows[0][o];
@@ -133,7 +135,7 @@ void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o
 template <class T>
 void max_pool_separable(const MaxPoolCall& c) {
   using Raw = typename MaxKey<T>::Raw;
-  constexpr int L = 64 / sizeof(Raw);
+  constexpr int L = lanes_for<Raw>();
   const SeparableGeometry geo(c.x, c.y, c.w);
   const int64_t ow = c.y.sizes[3], ys = c.y.strides[3];
   const Raw empty = bit_cast<Raw>(empty_value<T>());
@@ -145,8 +147,9 @@ void max_pool_separable(const MaxPoolCall& c) {
       row_maxima<T, L, 2>(b, geo, ow);
   };
   auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
-                    int64_t, int64_t) {
+                    int64_t, int64_t, Prefetch& ahead) {
     for (int64_t oy = b0; oy < b1; ++oy) {
+      ahead.next();
       Raw* yrow = c.y.template at<Raw>(yplane + oy * c.y.strides[2]);
       const Span js = geo.row_offsets[oy];
       if (js.hi <= js.lo) {
