@@ -727,6 +727,20 @@ def planes(draw):
     return shape, window, kw, draw(st.integers(0, 3))
 
 
+def _plane_data(shape, extra, dtype, rng, spread):
+    """Input of `shape`, a view of rows `extra` elements longer: values in [-spread,
+    spread) (floats, with a NaN, -0.0 and both infinities) or [0, spread + 1), so ties are
+    common."""
+    wide = shape[:3] + (shape[3] + extra,)
+    if np.dtype(dtype).kind == "f":
+        data = rng.integers(-spread, spread, wide).astype(dtype)
+        flat = data.reshape(-1)
+        flat[rng.integers(0, flat.size, 4)] = [np.nan, -0.0, np.inf, -np.inf]
+    else:
+        data = rng.integers(0, spread + 1, wide).astype(dtype)
+    return data[..., :shape[3]]
+
+
 @settings(max_examples=40)
 @given(case=planes(), dtype=st.sampled_from([np.float32, np.float16, np.float64, np.int8,
                                              np.uint8, np.int64]),
@@ -737,14 +751,7 @@ def test_separable_max_pooling_bitwise(case, dtype, seed, strided_out):
     elements it does not address."""
     shape, window, kw, extra = case
     rng = np.random.default_rng(seed)
-    wide = shape[:3] + (shape[3] + extra,)
-    if np.dtype(dtype).kind == "f":
-        data = rng.integers(-3, 3, wide).astype(dtype)
-        flat = data.reshape(-1)
-        flat[rng.integers(0, flat.size, 4)] = [np.nan, -0.0, np.inf, -np.inf]
-    else:
-        data = rng.integers(0, 4, wide).astype(dtype)
-    x = data[..., :shape[3]]
+    x = _plane_data(shape, extra, dtype, rng, 3)
     want = dml.max_pooling(x, window, backend="reference", **kw)
     if strided_out:
         store = np.full(want.shape[:3] + (2 * want.shape[3],), 7, dtype)
@@ -754,6 +761,39 @@ def test_separable_max_pooling_bitwise(case, dtype, seed, strided_out):
         assert (store[..., 1::2] == 7).all()
     else:
         assert _same(dml.max_pooling(x, window, backend="cpu", **kw), want)
+
+
+@settings(max_examples=40)
+@given(case=planes(), dtype=st.sampled_from([np.float32, np.float16, np.float64, np.int8,
+                                             np.uint16, np.int32]),
+       indices_dtype=st.sampled_from([np.uint32, np.uint64, np.int64]),
+       seed=st.integers(0, 2**31), strided_out=st.booleans())
+def test_separable_max_pooling_indices_bitwise(case, dtype, indices_dtype, seed, strided_out):
+    """Max pooling values and flat indices of 2-D windows (the separable path's indexed form
+    where it applies) against the reference: ties to the first in row-major order, -0.0 and
+    NaNs, windows with no real element, columns whose every offset is padding; indices of
+    every width, out= of any strides keeping what it does not address; and the gradient,
+    which scatters through the same argmax."""
+    shape, window, kw, extra = case
+    rng = np.random.default_rng(seed)
+    x = _plane_data(shape, extra, dtype, rng, 2)
+    want = dml.max_pooling(x, window, output_indices=True, indices_dtype=indices_dtype,
+                           backend="reference", **kw)
+    if strided_out:
+        ys = np.full(want[0].shape[:3] + (2 * want[0].shape[3],), 7, dtype)
+        js = np.full(want[1].shape[:3] + (2 * want[1].shape[3],), 7, indices_dtype)
+        dml.max_pooling(x, window, output_indices=True, indices_dtype=indices_dtype,
+                        out=(ys[..., ::2], js[..., ::2]), backend="cpu", **kw)
+        got = (ys[..., ::2], js[..., ::2])
+        assert (ys[..., 1::2] == 7).all() and (js[..., 1::2] == 7).all()
+    else:
+        got = dml.max_pooling(x, window, output_indices=True, indices_dtype=indices_dtype,
+                              backend="cpu", **kw)
+    assert _same(got[0], want[0]) and _same(got[1], want[1])
+    if np.dtype(dtype).kind == "f":
+        dy = rng.standard_normal(want[0].shape).astype(dtype)
+        assert _same(dml.max_pooling_grad(x, dy, window, backend="cpu", **kw),
+                     dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
 
 
 @settings(max_examples=30)

@@ -38,11 +38,12 @@ void row_sums(const Block<T, A>& b, const SeparableGeometry& geo, int64_t ow) {
       sum += Lanes::widen_lanes(load_row<T, L, kStep>(b.x, at + j * dl.dilation, len));
     store_vec(b.h + g, sum);
   });
-  each_column_left(b, geo, ow, flat, [&](const T* row, const int64_t* at, int64_t count) {
+  auto column = [](const T* row, const int64_t* at, int64_t count, int64_t) {
     A sum = A(0);
     for (int64_t j = 0; j < count; ++j) sum += A(row[at[j]]);
     return sum;
-  });
+  };
+  each_column_left(b, geo, ow, flat, column);
 }
 
 // sums[i] = the sum over window rows j of h[j][i] for i in [0, m), a register at a time;

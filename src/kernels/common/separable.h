@@ -97,13 +97,15 @@ struct SeparableGeometry {
 };
 
 // A block: rows [r0, r0 + rows) of a plane, read from x (its first row), their first pass's
-// results for column o of row r at h[r * width + o].
+// results for column o of row r at h[r * width + o] (and, where a path asks for them, 32 bits
+// more at aux[r * width + o]: which offset won, for indices).
 template <class X, class H> struct Block {
   const X* x;
   int64_t pitch;
   int64_t rows;
   H* h;
   int64_t width;
+  uint32_t* aux;
 };
 
 // The flat positions g of a block whose window lies in it, whole: [ga, gb).
@@ -135,9 +137,9 @@ template <class X, class H> inline int64_t flat_length(const Block<X, H>& b, con
 }
 
 // The first pass's columns that the flat vectors did not do right (`flat`: the flat pass
-// ran; otherwise every column): h = column(row, at, count) for each row, `at` the input
-// positions of the column's `count` real offsets in order. A column at a time, its
-// positions worked out once for all the block's rows.
+// ran; otherwise every column): h[i] = column(row, at, count, i) for each row, `at` the input
+// positions of the column's `count` real offsets in order, i the result's place in the block.
+// A column at a time, its positions worked out once for all the block's rows.
 template <class X, class H, class F>
 void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_t ow,
                       bool flat, F&& column) {
@@ -149,7 +151,7 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
     const int64_t count = js.hi > js.lo ? js.hi - js.lo : 0;
     for (int64_t j = 0; j < count; ++j) at[j] = input_coord(geo.last, o, js.lo + j);
     for (int64_t r = 0; r < b.rows; ++r)
-      b.h[r * b.width + o] = column(b.x + r * b.pitch, at, count);
+      b.h[r * b.width + o] = column(b.x + r * b.pitch, at, count, r * b.width + o);
   }
 }
 
@@ -163,17 +165,23 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
 // asked for in 2 pieces and it gained nothing).
 template <class X, class H, class First, class MakeSecond>
 void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry& geo,
-                      int threads, double work, First&& first, MakeSecond&& make_second) {
+                      int threads, double work, First&& first, MakeSecond&& make_second,
+                      bool aux = false) {
   const Dim &dr = geo.rows, &dl = geo.last;
   const int64_t oh = y.sizes[2], planes = y.sizes[0] * y.sizes[1];
   const int64_t pitch = x.strides[2], width = pitch / dl.stride;
   const int64_t reach = (dr.window - 1) * dr.dilation + 1;
-  const int64_t block = geo.block_rows(oh, width, int64_t(sizeof(H)));
+  const int64_t bytes = int64_t(sizeof(H)) + (aux ? int64_t(sizeof(uint32_t)) : 0);
+  const int64_t block = geo.block_rows(oh, width, bytes);
   const int64_t blocks = (oh + block - 1) / block;
   const int64_t most_rows = (block - 1) * dr.stride + reach;
   parallel_for(planes * blocks, work, threads, [&](int64_t lo, int64_t hi) {
-    H* h = static_cast<H*>(std::malloc(size_t(most_rows * width) * sizeof(H)));
-    if (h == nullptr) throw std::bad_alloc();
+    // H's results first, the 32-bit ones after them from a 64-byte boundary
+    const int64_t hbytes = (most_rows * width * int64_t(sizeof(H)) + 63) / 64 * 64;
+    void* mem = std::malloc(size_t(hbytes + (aux ? most_rows * width * 4 : 0)));
+    if (mem == nullptr) throw std::bad_alloc();
+    H* h = static_cast<H*>(mem);
+    uint32_t* hj = aux ? reinterpret_cast<uint32_t*>(static_cast<char*>(mem) + hbytes) : nullptr;
     auto second = make_second();
     // item's plane (n, c), its output rows [b0, b1) and their real input rows
     struct Item {
@@ -202,12 +210,12 @@ void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry&
           ahead = Prefetch(nx.x, ((nx.in.hi - nx.in.lo - 1) * pitch + dl.in) * int64_t(sizeof(X)),
                            it.b1 - it.b0);
       }
-      const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, h, width};
+      const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, h, width, hj};
       if (b.rows > 0) first(b);
       const int64_t yoff = it.n * y.strides[0] + it.c * y.strides[1];
       second(b, it.in.lo, it.b0, it.b1, yoff, it.n, it.c, ahead);
     }
-    std::free(h);
+    std::free(mem);
   });
 }
 

@@ -12,7 +12,7 @@ void max_pool(const MaxPoolCall& c) {
     using T = decltype(tag);
     if (c.plain) return max_pool_plain<T>(c);
     if constexpr (kComparesLanesOf<typename MaxKey<T>::Raw>) {
-      if (separable_path(c)) return max_pool_separable<T>(c);
+      if (separable_path<T>(c)) return max_pool_separable<T>(c);
     }
     if (c.indices.data != nullptr)
       max_pool_rows<T, true>(c);

@@ -7,11 +7,17 @@
 // Same bits as the plain kernel: the first pass takes the first of a row's best (strictly
 // better wins), the second the first row of the rows' best, which is the first of the
 // window's best in row-major order (SPEC 3.4: ties, -0.0 against +0.0, NaNs).
-// Precondition (separable_path): values wanted without indices, and separable_shape
-// (common/separable.h: two spatial dimensions, the last packed, rows a pitch apart that the
-// window's stride along the last dimension, 1 or 2, divides).
+// With indices, the first pass also keeps which offset won each row's maximum (as its part
+// of the flat index, j * dilation * pitch), the second which window row won, so an output's
+// flat index is its winner's row, column and offset added up, all lanes at once, in 32 bits.
+// Precondition (separable_path): separable_shape (common/separable.h: two spatial
+// dimensions, the last packed, rows a pitch apart that the window's stride along the last
+// dimension, 1 or 2, divides); with indices, every flat index below 2^32 (narrow_indices) and
+// a register of the indices' 32-bit lanes holding at least 16 bytes of values
+// (kSeparableIndices: no level has narrower registers).
 #pragma once
 #include <type_traits>
+#include <vector>
 
 #include "common/keys.h"
 #include "common/separable.h"
@@ -21,58 +27,89 @@
 
 namespace dmlops {
 
-inline bool separable_path(const MaxPoolCall& c) {
-  return c.indices.data == nullptr && c.y.data != nullptr && separable_shape(c.x, c.y, c.w);
+template <class T>
+inline constexpr bool kSeparableIndices =
+    lanes_for<typename MaxKey<T>::Raw, uint32_t>() * sizeof(typename MaxKey<T>::Raw) >= 16;
+
+template <class T> inline bool separable_path(const MaxPoolCall& c) {
+  if (!separable_shape(c.x, c.y, c.w)) return false;
+  if (c.indices.data == nullptr) return c.y.data != nullptr;
+  return kSeparableIndices<T> && narrow_indices(c);
 }
 
 template <class T> using RowMaxima = Block<typename MaxKey<T>::Raw, typename MaxKey<T>::Raw>;
 
 // A row's maximum over the positions at[0 .. count) in order (a column whose window leaves
-// the row), or the empty value where none is real.
+// the row), or the empty value where none is real; *which: the winner's position in at.
 template <class T>
 inline typename MaxKey<T>::Raw column_max(const typename MaxKey<T>::Raw* row,
-                                          const int64_t* at, int64_t count) {
+                                          const int64_t* at, int64_t count, int64_t* which) {
   using K = MaxKey<T>;
   auto best = bit_cast<typename K::Raw>(empty_value<T>());
+  *which = 0;
   for (int64_t j = 0; j < count; ++j) {
     auto v = row[at[j]];
-    if (j == 0 || K::key_raw(v) > K::key_raw(best)) best = v;
+    if (j == 0 || K::key_raw(v) > K::key_raw(best)) best = v, *which = j;
   }
   return best;
 }
 
+// What the indices need of the window and the input: flat-index steps, in 32 bits (every
+// flat index fits: narrow_indices).
+struct SeparableIndexing {
+  uint32_t col;     // pitch of the last dimension
+  uint32_t offset;  // between the last dimension's offsets: dilation * col
+};
+
 // First pass: the block read as one flat row (common/separable.h), whole vectors where the
 // flat window lies in the block, then the columns whose window leaves its row from their
-// real offsets.
-template <class T, int L, int kStep>
-void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow) {
+// real offsets. kIndices: the winners' offsets too, j * ix.offset into b.aux (a column with
+// no real offset: all ones).
+template <class T, int L, int kStep, bool kIndices = false>
+void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
+                const SeparableIndexing& ix = {}) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
+  using U = Vec<uint32_t, L>;
   const Dim& dl = geo.last;
   const int64_t w = dl.window, d = dl.dilation;
   const int64_t len = flat_length(b, dl);
   const bool flat = for_each_flat_vector<L>(b, dl, [&](int64_t g, int64_t at) {
     V best;
+    U which{};
+    auto take = [&](V v, int64_t j) {
+      const auto t = Lanes::better(v, best);
+      best = t ? v : best;
+      if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * ix.offset : which;
+    };
     int64_t j = 1;
     if (kStep == 2 && d == 1 && w >= 2) {
       // offsets 0 and 1 are the even and odd elements of the same two loads
       V odd;
       load_pair<Raw, L>(b.x, at, len, &best, &odd);
-      best = Lanes::better(odd, best) ? odd : best;
+      take(odd, 1);
       j = 2;
     } else {
       best = load_row<Raw, L, kStep>(b.x, at, len);
     }
-    for (; j < w; ++j) {
-      V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
-      best = Lanes::better(v, best) ? v : best;
-    }
+    for (; j < w; ++j) take(load_row<Raw, L, kStep>(b.x, at + j * d, len), j);
     store_vec(b.h + g, best);
+    if constexpr (kIndices) store_vec(b.aux + g, which);
   });
-  each_column_left(b, geo, ow, flat, [&](const Raw* row, const int64_t* at, int64_t count) {
-    return column_max<T>(row, at, count);
-  });
+  auto column = [&](const Raw* row, const int64_t* at, int64_t count, int64_t i) {
+    int64_t j;
+    const Raw best = column_max<T>(row, at, count, &j);
+    if constexpr (kIndices) {
+      // as the flat vectors': the winner's position less the column's offset 0 (o * stride
+      // - start), times the pitch, modulo 2^32
+      const int64_t o = i % b.width;
+      b.aux[i] = count > 0 ? uint32_t(at[j] - (o * dl.stride - dl.start)) * ix.col
+                           : ~uint32_t(0);
+    }
+    return best;
+  };
+  each_column_left(b, geo, ow, flat, column);
 }
 
 // Second pass: outputs [o, o + L) of a row, the best of its window rows' maxima in order;
@@ -132,8 +169,121 @@ void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o
   }
 }
 
+// Second pass with indices: a row of ow outputs, L at a time (the last overlapping the one
+// before) or one at a time where fewer, each the best of its n window rows' maxima (rows[m],
+// their winners' offset parts which[m], their flat offsets rowflat[m]); its flat index the
+// winning row's offset, its column's and its offset's, modulo 2^32.
+template <class T, int L>
+void indexed_row(const typename MaxKey<T>::Raw* const* rows, const uint32_t* const* which,
+                 const uint32_t* rowflat, int64_t n, int64_t ow, const Dim& dl,
+                 const SeparableIndexing& ix, typename MaxKey<T>::Raw* y, int64_t ys,
+                 const Tensor& indices, int64_t ioff) {
+  using Lanes = MaxLanes<T, L>;
+  using Raw = typename Lanes::Raw;
+  using V = typename Lanes::V;
+  using U = Vec<uint32_t, L>;
+  const int64_t is = indices.strides[3];
+  const bool wide = element_size(indices.dtype) == 8;
+  U lane_col{};
+  for (int i = 0; i < L; ++i) lane_col[i] = uint32_t(i * dl.stride) * ix.col;
+  auto column = [&](int64_t o) { return uint32_t(o * dl.stride - dl.start) * ix.col; };
+  auto vector = [&](int64_t o) {
+    V best = load_vec<V>(rows[0] + o);
+    U flat = load_vec<U>(which[0] + o) + rowflat[0];
+    for (int64_t m = 1; m < n; ++m) {
+      const V v = load_vec<V>(rows[m] + o);
+      const auto t = Lanes::better(v, best);
+      best = t ? v : best;
+      flat = widen_mask(t) ? load_vec<U>(which[m] + o) + rowflat[m] : flat;
+    }
+    if (y != nullptr) {
+      if (ys == 1) {
+        store_vec(y + o, best);
+      } else {
+        for (int i = 0; i < L; ++i) store(y + (o + i) * ys, best[i]);
+      }
+    }
+    flat += lane_col + column(o);
+    if (is == 1 && !wide) {
+      store_vec(indices.template at<uint32_t>(ioff + o), flat);
+    } else {
+      for (int i = 0; i < L; ++i) store_index(indices, ioff + (o + i) * is, flat[i]);
+    }
+  };
+  auto one = [&](int64_t o) {
+    Raw best = rows[0][o];
+    uint32_t flat = which[0][o] + rowflat[0];
+    for (int64_t m = 1; m < n; ++m) {
+      if (MaxKey<T>::key_raw(rows[m][o]) > MaxKey<T>::key_raw(best))
+        best = rows[m][o], flat = which[m][o] + rowflat[m];
+    }
+    if (y != nullptr) store(y + o * ys, best);
+    store_index(indices, ioff + o * is, uint32_t(flat + column(o)));
+  };
+  sweep<L>(0, ow, vector, one);
+}
+
+template <class T>
+void max_pool_separable_indices(const MaxPoolCall& c) {
+  using Raw = typename MaxKey<T>::Raw;
+  constexpr int L = lanes_for<Raw, uint32_t>();
+  const SeparableGeometry geo(c.x, c.y, c.w);
+  const int64_t ow = c.y.sizes[3], ys = c.y.strides[3];
+  const Raw empty = bit_cast<Raw>(empty_value<T>());
+  const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
+  const SeparableIndexing ix{uint32_t(c.pitch[3]), uint32_t(geo.last.dilation * c.pitch[3])};
+  // the columns no offset of which is real: their index is the empty one
+  std::vector<int64_t> hollow;
+  for (int64_t o = 0; o < ow; ++o)
+    if (geo.last_real[o] == 0) hollow.push_back(o);
+  auto first = [&](const RowMaxima<T>& b) {
+    if (geo.last.stride == 1)
+      row_maxima<T, L, 1, true>(b, geo, ow, ix);
+    else
+      row_maxima<T, L, 2, true>(b, geo, ow, ix);
+  };
+  auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
+                    int64_t n, int64_t ch, Prefetch& ahead) {
+    const int64_t iplane = n * c.indices.strides[0] + ch * c.indices.strides[1];
+    const int64_t fplane = n * c.pitch[0] + ch * c.pitch[1];
+    const int64_t is = c.indices.strides[3];
+    for (int64_t oy = b0; oy < b1; ++oy) {
+      ahead.next();
+      Raw* yrow = c.y.data != nullptr ? c.y.template at<Raw>(yplane + oy * c.y.strides[2])
+                                      : nullptr;
+      const int64_t irow = iplane + oy * c.indices.strides[2];
+      const Span js = geo.row_offsets[oy];
+      if (js.hi <= js.lo) {
+        for (int64_t o = 0; o < ow; ++o) {
+          if (yrow != nullptr) store(yrow + o * ys, empty);
+          store_index(c.indices, irow + o * is, c.empty_index);
+        }
+        continue;
+      }
+      const Raw* rows[kMostRegisterOffsets];
+      const uint32_t* which[kMostRegisterOffsets];
+      uint32_t rowflat[kMostRegisterOffsets];
+      int64_t count = 0;
+      for (int64_t j = js.lo; j < js.hi; ++j, ++count) {
+        const int64_t r = input_coord(geo.rows, oy, j);
+        rows[count] = b.h + (r - r0) * b.width;
+        which[count] = b.aux + (r - r0) * b.width;
+        rowflat[count] = uint32_t(fplane + r * c.pitch[2]);
+      }
+      indexed_row<T, L>(rows, which, rowflat, count, ow, geo.last, ix, yrow, ys, c.indices,
+                        irow);
+      for (int64_t o : hollow) store_index(c.indices, irow + o * is, c.empty_index);
+    }
+  };
+  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, [&] { return second; },
+                             true);
+}
+
 template <class T>
 void max_pool_separable(const MaxPoolCall& c) {
+  if constexpr (kSeparableIndices<T>) {
+    if (c.indices.data != nullptr) return max_pool_separable_indices<T>(c);
+  }
   using Raw = typename MaxKey<T>::Raw;
   constexpr int L = lanes_for<Raw>();
   const SeparableGeometry geo(c.x, c.y, c.w);
