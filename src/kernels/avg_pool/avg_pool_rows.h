@@ -3,6 +3,8 @@
 // still arrive in row-major offset order (the plain kernel's bits). FLOAT16 rows are widened
 // eight at a time first (F16C) when the input's last dimension is packed. Precondition: none.
 #pragma once
+#include <cstring>
+
 #include "avg_pool/avg_pool.h"
 #include "avg_pool/avg_pool_registers.h"
 #include "common/rows.h"
@@ -85,12 +87,15 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
       int64_t real, div, t0, n;
     } kept{-1, -1, -1, -1};
     Counts counts{s->real, s->divisor, 0};
+    RowGeometry::KeptRows kept_rows;
     RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile, c.y.strides);
     for (int64_t item = lo; item < hi; ++item, tasks.next()) {
       const RowTask& t = *tasks;
       int64_t real_lead = 1, div_lead = 1;
       const int64_t yoff = t.off[0];
-      for (int d = 0; d < last; ++d) o[d] = t.o[d];
+      // (a copy of constant size, in registers: the loop up to `last` became a call of
+      // libc's memcpy per row, 4.5 % of workload 2a)
+      std::memcpy(o, t.o, sizeof o);
       for (int i = 0; i + 1 < k; ++i) {
         real_lead *= geo.lead_real(i, o[i + 2]);
         div_lead *= c.include_padding ? geo.lead_padded(i, o[i + 2]) : geo.lead_real(i, o[i + 2]);
@@ -108,11 +113,8 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
         kept = Kept{real_lead, div_lead, t.t0, n};
         ++counts.version;
       }
-      int64_t rows = 0;
-      geo.for_each_leading_offset(no_pitch, t, [&](int64_t xoff, int64_t) {
-        if (rows < kMostRegisterOffsets) xoffs[rows] = xoff;
-        ++rows;
-      });
+      const int64_t rows =
+          geo.leading_offsets(no_pitch, t, kept_rows, xoffs, nullptr, kMostRegisterOffsets);
       if (registers && rows <= kMostRegisterOffsets) {
         int64_t va = geo.interior().lo > t.t0 ? geo.interior().lo : t.t0;
         int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "common/tensor.h"
@@ -170,6 +171,56 @@ class RowGeometry {
       }
       if (i < 0) return true;
     }
+  }
+
+  // The window rows of task t, as for_each_leading_offset visits them: their element
+  // offsets into x and flat-index offsets (through `pitch`; foffs may be nullptr) for the
+  // first `most`, and how many there are. Where each leading dimension's real offsets are
+  // those of the task before (`kept`: its coordinates and count), every offset has moved by
+  // one constant, added instead (channels-last rows of 64 outputs spent as long on the
+  // odometer as on their maxima).
+  struct KeptRows {
+    bool valid = false;
+    int64_t o[kMaxRank];
+    int64_t count;
+  };
+  int64_t leading_offsets(const int64_t* pitch, const RowTask& t, KeptRows& kept,
+                          int64_t* xoffs, int64_t* foffs, int64_t most) const {
+    if (kept.valid) {
+      bool same = true;
+      int64_t dx = 0, df = 0;
+      for (int d = 0; d < 2; ++d) {
+        dx += (t.o[d] - kept.o[d]) * x_.strides[d];
+        df += (t.o[d] - kept.o[d]) * pitch[d];
+      }
+      for (int i = 0; i < lead_ && same; ++i) {
+        const Span a = lead_pos_[i][2 * t.o[i + 2]], b = lead_pos_[i][2 * kept.o[i + 2]];
+        same = a.lo == b.lo && a.hi == b.hi;
+        const int64_t moved = (t.o[i + 2] - kept.o[i + 2]) * w_.stride[i];
+        dx += moved * x_.strides[i + 2];
+        df += moved * pitch[i + 2];
+      }
+      if (same) {
+        const int64_t n = kept.count < most ? kept.count : most;
+        for (int64_t m = 0; m < n; ++m) xoffs[m] += dx;
+        if (foffs != nullptr)
+          for (int64_t m = 0; m < n; ++m) foffs[m] += df;
+        std::memcpy(kept.o, t.o, sizeof kept.o);
+        return kept.count;
+      }
+    }
+    int64_t count = 0;
+    for_each_leading_offset(pitch, t, [&](int64_t xoff, int64_t foff) {
+      if (count < most) {
+        xoffs[count] = xoff;
+        if (foffs != nullptr) foffs[count] = foff;
+      }
+      ++count;
+    });
+    kept.valid = true;
+    std::memcpy(kept.o, t.o, sizeof kept.o);
+    kept.count = count;
+    return count;
   }
 
   // For each last-dimension offset j (ascending) whose real outputs meet [t0, t1):

@@ -127,19 +127,14 @@ void max_pool_rows(const MaxPoolCall& c) {
     auto* s = new MaxTile<T, kIndices>;
     const int64_t xs = c.x.strides[last], ps = c.pitch[last];
     int64_t xoffs[kMostRegisterOffsets], foffs[kMostRegisterOffsets];
+    RowGeometry::KeptRows kept;
     RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile, c.y.strides, c.indices.strides);
     for (int64_t item = lo; item < hi; ++item, tasks.next()) {
       const RowTask& task = *tasks;
       const int64_t yoff = task.off[0], ioff = task.off[1];
       // the window rows of this output row, for the register path
-      int64_t rows = 0;
-      geo.for_each_leading_offset(c.pitch, task, [&](int64_t xoff, int64_t foff) {
-        if (rows < kMostRegisterOffsets) {
-          xoffs[rows] = xoff;
-          foffs[rows] = foff;
-        }
-        ++rows;
-      });
+      const int64_t rows =
+          geo.leading_offsets(c.pitch, task, kept, xoffs, foffs, kMostRegisterOffsets);
       // lanes: a register of 4-byte lanes (or of the values, if wider), the indices' width;
       // values of 1 and 2 bytes without indices twice as many where the row has as many.
       // Each instance only where its values fill 16 bytes at least (no level has narrower
