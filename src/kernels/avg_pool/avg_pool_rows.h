@@ -3,8 +3,6 @@
 // still arrive in row-major offset order (the plain kernel's bits). FLOAT16 rows are widened
 // eight at a time first (F16C) when the input's last dimension is packed. Precondition: none.
 #pragma once
-#include <cstring>
-
 #include "avg_pool/avg_pool.h"
 #include "avg_pool/avg_pool_registers.h"
 #include "common/rows.h"
@@ -82,7 +80,7 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new SumTile<T, A>;
     auto finish = make_finish();
-    int64_t o[kMaxRank], xoffs[kMostRegisterOffsets];
+    int64_t xoffs[kMostRegisterOffsets];
     struct Kept {
       int64_t real, div, t0, n;
     } kept{-1, -1, -1, -1};
@@ -93,12 +91,10 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
       const RowTask& t = *tasks;
       int64_t real_lead = 1, div_lead = 1;
       const int64_t yoff = t.off[0];
-      // (a copy of constant size, in registers: the loop up to `last` became a call of
-      // libc's memcpy per row, 4.5 % of workload 2a)
-      std::memcpy(o, t.o, sizeof o);
       for (int i = 0; i + 1 < k; ++i) {
-        real_lead *= geo.lead_real(i, o[i + 2]);
-        div_lead *= c.include_padding ? geo.lead_padded(i, o[i + 2]) : geo.lead_real(i, o[i + 2]);
+        const int64_t at = t.o[i + 2];
+        real_lead *= geo.lead_real(i, at);
+        div_lead *= c.include_padding ? geo.lead_padded(i, at) : geo.lead_real(i, at);
       }
       const int64_t n = t.t1 - t.t0;
       // the counts are the row before's unless its leading factors or tile differ (they
@@ -124,8 +120,7 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
           sum_pool_registers<T, A>(c, dl, xoffs, rows, va, vb, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, s->acc, t.t0);
-        o[last] = t.t0;
-        finish(o, yoff, t.t0, n, s->acc, counts);
+        finish(t.o, yoff, t.t0, n, s->acc, counts);
         continue;
       }
       for (int64_t i = 0; i < n; ++i) s->acc[i] = A(0);
@@ -141,8 +136,7 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
               s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * xs), dl.stride * xs);
             });
       });
-      o[last] = t.t0;
-      finish(o, yoff, t.t0, n, s->acc, counts);
+      finish(t.o, yoff, t.t0, n, s->acc, counts);
     }
     delete s;
   });
