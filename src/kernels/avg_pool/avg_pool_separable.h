@@ -137,21 +137,19 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   auto task = [&]() {
     return [&, tile = std::make_unique<Tile>(), finish = make_finish()](
                const Block<T, A>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
-               int64_t n, int64_t ch, Prefetch&) mutable {  // (no prefetch: not measured here)
+               int64_t n, int64_t ch, Prefetch&) mutable {  // (prefetch not tried here)
       Tile& s = *tile;
       const A* h[kMostRegisterOffsets];
-      auto window_rows = [&](int64_t oy, Span js) {
-        for (int64_t j = js.lo; j < js.hi; ++j)
-          h[j - js.lo] = b.h + (input_coord(geo.rows, oy, j) - r0) * b.width;
-        return js.hi - js.lo;
+      auto window_rows = [&](int64_t oy) {
+        return geo.each_window_row(
+            oy, [&](int64_t m, int64_t r) { h[m] = b.h + (r - r0) * b.width; });
       };
       auto one_row = [&](int64_t oy) {
-        const Span js = geo.row_offsets[oy];
         const int64_t row_real = geo.row_real[oy];
         const int64_t row_div = c.include_padding ? geo.row_padded[oy] : row_real;
         const int64_t o[4] = {n, ch, oy, 0};
         const int64_t yoff = yplane + oy * c.y.strides[2];
-        const int64_t rows = window_rows(oy, js);
+        const int64_t rows = window_rows(oy);
         for (int64_t t0 = 0; t0 < ow; t0 += kSeparableTile) {
           const int64_t m = ow - t0 < kSeparableTile ? ow - t0 : kSeparableTile;
           if (rows == 0) {
@@ -179,7 +177,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
       if (run.hi > run.lo) {
         const int64_t m = (run.hi - run.lo) * ow;
         if (int64_t(s.sums.size()) < m) s.sums.resize(size_t(m));
-        column_sums(h, window_rows(run.lo, geo.row_offsets[run.lo]), m, s.sums.data());
+        column_sums(h, window_rows(run.lo), m, s.sums.data());
         const int64_t o[4] = {n, ch, run.lo, 0};
         finish(o, yplane + run.lo * c.y.strides[2], 0, m, s.sums.data(), flat_counts);
       }

@@ -182,8 +182,8 @@ class RowGeometry {
   // odometer as on their maxima).
   struct KeptRows {
     bool valid = false;
-    int64_t o[kMaxRank];
-    int64_t count;
+    int64_t o[kMaxRank] = {};
+    int64_t count = 0;
   };
   int64_t leading_offsets(const int64_t* pitch, const RowTask& t, KeptRows& kept,
                           int64_t* xoffs, int64_t* foffs, int64_t most) const {

@@ -81,6 +81,14 @@ struct SeparableGeometry {
     return (oh + blocks - 1) / blocks;
   }
 
+  // fn(m, r) for each real window row m of output row oy, r its input row; how many.
+  template <class F> int64_t each_window_row(int64_t oy, F&& fn) const {
+    const Span js = row_offsets[oy];
+    int64_t m = 0;
+    for (int64_t j = js.lo; j < js.hi; ++j, ++m) fn(m, input_coord(rows, oy, j));
+    return m;
+  }
+
   // The real input rows of output rows [a, b).
   Span input_rows(int64_t a, int64_t b) const {
     Span in{0, 0};

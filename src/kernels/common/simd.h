@@ -18,7 +18,8 @@ namespace dmlops {
 // expands comparisons, selects and shuffles of wider ones (64 bytes under AVX2, 32 under
 // SSE2) lane by lane through the stack, which made the avx2 and baseline modules 5 to 16x
 // slower than avx512 at max pooling and averages. So the fast paths size their vectors from
-// this (lanes_for), and tests/test_kernel_build.py checks that no such expansion is left.
+// this (lanes_for), and the strict build (DMLOPS_STRICT_VECTORS, CI's) fails at any such
+// expansion left.
 #if defined(__AVX512F__)
 inline constexpr int kVectorBytes = 64;
 #elif defined(__AVX2__)
@@ -34,8 +35,8 @@ inline constexpr bool kCompares64 = false;
 inline constexpr bool kCompares64 = true;
 #endif
 
-// Whether the level's registers compare and select lanes of T (else the fast paths that
-// would leave T to the scratch's loops).
+// Whether the level's registers compare and select lanes of T: where not, the fast paths
+// leave T to the scratch paths' loops.
 template <class T> inline constexpr bool kComparesLanesOf = sizeof(T) != 8 || kCompares64;
 
 // The lanes of a full register of T (of the widest of the types a kernel keeps side by side).

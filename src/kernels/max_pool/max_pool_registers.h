@@ -20,6 +20,15 @@
 
 namespace dmlops {
 
+// The lanes the max-pool paths that carry indices work in: a register of the indices'
+// 32-bit lanes (or of the values, if wider); and whether those lanes are a register of the
+// level at all: values filling 16 bytes at least (no level has narrower registers; SSE2's 4
+// lanes of bytes are not), compared in registers (kComparesLanesOf).
+template <class Raw> inline constexpr int kIndexLanes = lanes_for<Raw, uint32_t>();
+template <class Raw>
+inline constexpr bool kIndexLanesFit =
+    kIndexLanes<Raw> * sizeof(Raw) >= 16 && kComparesLanesOf<Raw>;
+
 // L lanes of values of type T (Raw: as stored) and their comparison.
 template <class T, int kLanes> struct MaxLanes {
   using Raw = typename MaxKey<T>::Raw;
@@ -95,7 +104,7 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       V v = load(c0 + j * d);
       auto take = Lanes::better(v, best);
       best = take ? v : best;
-      if (kIndices)
+      if constexpr (kIndices)
         *which = widen_mask(take) ? U{} + uint32_t(j) * jstep : *which;
     }
     return best;
@@ -130,7 +139,7 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       V v = row_best(m, c0, &which);
       auto take = Lanes::better(v, best);
       best = take ? v : best;
-      if (kIndices) {
+      if constexpr (kIndices) {
         const uint32_t add = narrow ? uint32_t(r.foff[m]) : uint32_t(m * 64);
         number = widen_mask(take) ? which + add : number;
       }

@@ -135,13 +135,10 @@ void max_pool_rows(const MaxPoolCall& c) {
       // the window rows of this output row, for the register path
       const int64_t rows =
           geo.leading_offsets(c.pitch, task, kept, xoffs, foffs, kMostRegisterOffsets);
-      // lanes: a register of 4-byte lanes (or of the values, if wider), the indices' width;
-      // values of 1 and 2 bytes without indices twice as many where the row has as many.
-      // Each instance only where its values fill 16 bytes at least (no level has narrower
-      // registers; SSE2's 4 lanes of bytes go through the scratch) and the level compares
-      // them (kComparesLanesOf).
-      constexpr int kLanes = lanes_for<Raw, uint32_t>(), kWide = 2 * kLanes;
-      constexpr bool kLanesFit = kLanes * sizeof(Raw) >= 16 && kComparesLanesOf<Raw>;
+      // lanes: kIndexLanes (where they fit a register); values of 1 and 2 bytes without
+      // indices twice as many where the row has as many, where those fill 16 bytes
+      constexpr int kLanes = kIndexLanes<Raw>, kWide = 2 * kLanes;
+      constexpr bool kLanesFit = kIndexLanesFit<Raw>;
       constexpr bool kWideFits = sizeof(Raw) <= 2 && !kIndices && kWide * sizeof(Raw) >= 16;
       if ((kLanesFit || kWideFits) && register_path(c, geo, rows)) {
         const RegisterRow r{xoffs, foffs, rows, narrow};

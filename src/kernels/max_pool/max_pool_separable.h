@@ -13,8 +13,7 @@
 // Precondition (separable_path): separable_shape (common/separable.h: two spatial
 // dimensions, the last packed, rows a pitch apart that the window's stride along the last
 // dimension, 1 or 2, divides); with indices, every flat index below 2^32 (narrow_indices) and
-// a register of the indices' 32-bit lanes holding at least 16 bytes of values
-// (kSeparableIndices: no level has narrower registers).
+// lanes of the indices' width that make a register (kIndexLanesFit).
 #pragma once
 #include <type_traits>
 #include <vector>
@@ -27,14 +26,10 @@
 
 namespace dmlops {
 
-template <class T>
-inline constexpr bool kSeparableIndices =
-    lanes_for<typename MaxKey<T>::Raw, uint32_t>() * sizeof(typename MaxKey<T>::Raw) >= 16;
-
 template <class T> inline bool separable_path(const MaxPoolCall& c) {
   if (!separable_shape(c.x, c.y, c.w)) return false;
   if (c.indices.data == nullptr) return c.y.data != nullptr;
-  return kSeparableIndices<T> && narrow_indices(c);
+  return kIndexLanesFit<typename MaxKey<T>::Raw> && narrow_indices(c);
 }
 
 template <class T> using RowMaxima = Block<typename MaxKey<T>::Raw, typename MaxKey<T>::Raw>;
@@ -226,7 +221,7 @@ void indexed_row(const typename MaxKey<T>::Raw* const* rows, const uint32_t* con
 template <class T>
 void max_pool_separable_indices(const MaxPoolCall& c) {
   using Raw = typename MaxKey<T>::Raw;
-  constexpr int L = lanes_for<Raw, uint32_t>();
+  constexpr int L = kIndexLanes<Raw>;
   const SeparableGeometry geo(c.x, c.y, c.w);
   const int64_t ow = c.y.sizes[3], ys = c.y.strides[3];
   const Raw empty = bit_cast<Raw>(empty_value<T>());
@@ -252,23 +247,20 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
       Raw* yrow = c.y.data != nullptr ? c.y.template at<Raw>(yplane + oy * c.y.strides[2])
                                       : nullptr;
       const int64_t irow = iplane + oy * c.indices.strides[2];
-      const Span js = geo.row_offsets[oy];
-      if (js.hi <= js.lo) {
+      const Raw* rows[kMostRegisterOffsets];
+      const uint32_t* which[kMostRegisterOffsets];
+      uint32_t rowflat[kMostRegisterOffsets];
+      const int64_t count = geo.each_window_row(oy, [&](int64_t m, int64_t r) {
+        rows[m] = b.h + (r - r0) * b.width;
+        which[m] = b.aux + (r - r0) * b.width;
+        rowflat[m] = uint32_t(fplane + r * c.pitch[2]);
+      });
+      if (count == 0) {
         for (int64_t o = 0; o < ow; ++o) {
           if (yrow != nullptr) store(yrow + o * ys, empty);
           store_index(c.indices, irow + o * is, c.empty_index);
         }
         continue;
-      }
-      const Raw* rows[kMostRegisterOffsets];
-      const uint32_t* which[kMostRegisterOffsets];
-      uint32_t rowflat[kMostRegisterOffsets];
-      int64_t count = 0;
-      for (int64_t j = js.lo; j < js.hi; ++j, ++count) {
-        const int64_t r = input_coord(geo.rows, oy, j);
-        rows[count] = b.h + (r - r0) * b.width;
-        which[count] = b.aux + (r - r0) * b.width;
-        rowflat[count] = uint32_t(fplane + r * c.pitch[2]);
       }
       indexed_row<T, L>(rows, which, rowflat, count, ow, geo.last, ix, yrow, ys, c.indices,
                         irow);
@@ -281,7 +273,7 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
 
 template <class T>
 void max_pool_separable(const MaxPoolCall& c) {
-  if constexpr (kSeparableIndices<T>) {
+  if constexpr (kIndexLanesFit<typename MaxKey<T>::Raw>) {
     if (c.indices.data != nullptr) return max_pool_separable_indices<T>(c);
   }
   using Raw = typename MaxKey<T>::Raw;
@@ -301,15 +293,13 @@ void max_pool_separable(const MaxPoolCall& c) {
     for (int64_t oy = b0; oy < b1; ++oy) {
       ahead.next();
       Raw* yrow = c.y.template at<Raw>(yplane + oy * c.y.strides[2]);
-      const Span js = geo.row_offsets[oy];
-      if (js.hi <= js.lo) {
+      const Raw* rows[kMostRegisterOffsets];
+      const int64_t count = geo.each_window_row(
+          oy, [&](int64_t m, int64_t r) { rows[m] = b.h + (r - r0) * b.width; });
+      if (count == 0) {
         for (int64_t o = 0; o < ow; ++o) store(yrow + o * ys, empty);
         continue;
       }
-      const Raw* rows[kMostRegisterOffsets];
-      int64_t count = 0;
-      for (int64_t j = js.lo; j < js.hi; ++j)
-        rows[count++] = b.h + (input_coord(geo.rows, oy, j) - r0) * b.width;
       output_row<T>(rows, count, ow, yrow, ys);
     }
   };
