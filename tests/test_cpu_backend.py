@@ -651,6 +651,39 @@ def test_many_rows_per_task(layout):
 
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("stride", [1, 2])
+def test_short_rows_bitwise(dtype, stride):
+    """Averages of rows 1 to 40 wide, so that the interior outputs of a row fill the widest
+    registers, registers of half or a quarter their lanes, or none: the same bits as the
+    reference, with values whose sums depend on their order."""
+    rng = np.random.default_rng(stride)
+    for width in range(1, 41):
+        x = rng.standard_normal((2, 3, 5, width)).astype(dtype)
+        for incl in (False, True):
+            kw = dict(strides=stride, start_padding=1, end_padding=1, include_padding=incl)
+            assert _same(dml.average_pooling(x, 3, backend="cpu", **kw),
+                         dml.average_pooling(x, 3, backend="reference", **kw)), (width, incl)
+
+
+@pytest.mark.parametrize("width", [1025, 2100, 3500])
+def test_rows_of_several_tiles_bitwise(width):
+    """Rows longer than a task's tile of outputs (1024): the first, middle and last tiles'
+    counts are kept side by side, also across the rows at the other dimensions' borders,
+    whose counts differ; averages and quantized averages, the same bits as the reference."""
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((1, 2, 4, width)).astype(np.float32)
+    q = rng.integers(0, 256, x.shape).astype(np.uint8)
+    for stride in (1, 2):
+        for incl in (False, True):
+            kw = dict(strides=stride, start_padding=1, end_padding=2, include_padding=incl)
+            assert _same(dml.average_pooling(x, 3, backend="cpu", **kw),
+                         dml.average_pooling(x, 3, backend="reference", **kw))
+            qa = (q, 0.02, 100, 0.03, 90, 3)
+            assert _same(dml.quantized_linear_average_pooling(*qa, backend="cpu", **kw),
+                         dml.quantized_linear_average_pooling(*qa, backend="reference", **kw))
+
+
 @st.composite
 def long_rows(draw):
     """Rows long enough for the register paths (16 lanes, two vectors side by side), with

@@ -11,8 +11,9 @@
 namespace dmlops {
 
 // Values a task derives from a tile's counts (and a channel), kept while they stay the same:
-// two sets, the one used longest ago replaced, because the separable path alternates between
-// its full rows' counts and its border rows'.
+// kKeptCountSets sets, the one used longest ago replaced, because the separable path
+// alternates between its full rows' counts and its border rows', and a long row's tiles
+// between their kinds (TileCounts).
 template <class Set>
 class KeptSets {
  public:
@@ -27,7 +28,10 @@ class KeptSets {
         return e.set;
       }
     }
-    Entry& e = sets_[0].used <= sets_[1].used ? sets_[0] : sets_[1];
+    Entry* oldest = &sets_[0];
+    for (Entry& o : sets_)
+      if (o.used < oldest->used) oldest = &o;
+    Entry& e = *oldest;
     make(e.set);
     e.real = k.real, e.version = k.version, e.channel = ch, e.n = n, e.used = clock_;
     return e.set;
@@ -39,7 +43,7 @@ class KeptSets {
     int64_t version = -1, channel = -1, n = 0, used = 0;
     Set set;
   };
-  Entry sets_[2];
+  Entry sets_[kKeptCountSets];
   int64_t clock_ = 0;
 };
 

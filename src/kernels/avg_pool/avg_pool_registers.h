@@ -19,51 +19,66 @@
 
 namespace dmlops {
 
-// A register of sums (A) and the input lanes (T's bits) that widen into them.
-template <class T, class A> struct SumLanes {
-  static constexpr int L = lanes_for<A>();
+// A register of sums (A), of kLanes lanes (a level's widest by default), and the input lanes
+// (T's bits) that widen into them.
+template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
+  static constexpr int L = kLanes;
   using Raw = std::conditional_t<std::is_same_v<T, Half>, uint16_t, T>;
   using VR = Vec<Raw, L>;
   using VA = Vec<A, L>;
   // whether the inputs' lanes fill 8 bytes: below, SSE2 has no register for them, and the
   // paths that load them give way to the scratch's loops (avg_pool_rows.h)
   static constexpr bool kFits = sizeof(VR) >= 8;
+  // whether a row too short for the widest registers may take these narrower ones: float
+  // sums (quantized pooling's rows stay with the widest, for the build's size), whole
+  // 16-byte registers of sums
+  static constexpr bool kNarrowFits =
+      kFits && std::is_floating_point_v<A> && sizeof(VA) >= 16 && L < lanes_for<A>();
+
+  template <class V, class W> static V bits(W w) {
+    static_assert(sizeof(V) == sizeof(W));
+    V v;
+    std::memcpy(&v, &w, sizeof v);
+    return v;
+  }
 
   static VA widen_lanes(VR v) {
     if constexpr (std::is_same_v<T, Half>) {
       static_assert(std::is_same_v<A, float>);
-      VA out;
 #if defined(__AVX512F__)
-      __m256i h;
-      std::memcpy(&h, &v, sizeof h);
-      __m512 f = _mm512_cvtph_ps(h);
-      std::memcpy(&out, &f, sizeof out);
-#elif defined(__AVX2__) && defined(__F16C__)
-      __m128i h;
-      std::memcpy(&h, &v, sizeof h);
-      __m256 f = _mm256_cvtph_ps(h);
-      std::memcpy(&out, &f, sizeof out);
-#else
-      for (int i = 0; i < L; ++i) out[i] = half_to_float(v[i]);
+      if constexpr (L == 16) return bits<VA>(_mm512_cvtph_ps(bits<__m256i>(v)));
+      else
 #endif
-      return out;
+#if defined(__F16C__)
+      if constexpr (L == 8) return bits<VA>(_mm256_cvtph_ps(bits<__m128i>(v)));
+      else if constexpr (L == 4) return bits<VA>(_mm_cvtph_ps(_mm_loadl_epi64(
+          reinterpret_cast<const __m128i*>(&v))));
+      else
+#endif
+      {
+        VA out;
+        for (int i = 0; i < L; ++i) out[i] = half_to_float(v[i]);
+        return out;
+      }
     } else if constexpr (sizeof(Raw) == 1 && sizeof(A) == 4) {
       // (GCC 12 builds this conversion from byte extractions in these loops: said explicitly)
-      VA out;
 #if defined(__AVX512F__)
-      __m128i b;
-      std::memcpy(&b, &v, sizeof b);
-      __m512i w = std::is_signed_v<Raw> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
-      std::memcpy(&out, &w, sizeof out);
-#elif defined(__AVX2__)
-      __m128i b = _mm_setzero_si128();
-      std::memcpy(&b, &v, sizeof v);
-      __m256i w = std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-      std::memcpy(&out, &w, sizeof out);
-#else
-      for (int i = 0; i < L; ++i) out[i] = A(v[i]);
+      if constexpr (L == 16) {
+        const __m128i b = bits<__m128i>(v);
+        return bits<VA>(std::is_signed_v<Raw> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
+      } else
 #endif
-      return out;
+#if defined(__AVX2__)
+      if constexpr (L == 8) {
+        const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&v));
+        return bits<VA>(std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
+      } else
+#endif
+      {
+        VA out;
+        for (int i = 0; i < L; ++i) out[i] = A(v[i]);
+        return out;
+      }
     } else if constexpr (std::is_same_v<Raw, A>) {
       return v;
     } else {
@@ -79,10 +94,10 @@ template <class T, class A> struct SumLanes {
 // The sums of outputs [va, vb) (at least L of them) of one row into sums[o - first]. The
 // last vector ends at vb, overlapping the one before where vb - va is no multiple of L (those
 // outputs are summed twice, to the same bits).
-template <class T, class A, int kStep>
+template <class T, class A, int kLanes, int kStep>
 void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
                            int64_t rows, int64_t va, int64_t vb, A* sums, int64_t first) {
-  using Lanes = SumLanes<T, A>;
+  using Lanes = SumLanes<T, A, kLanes>;
   using Raw = typename Lanes::Raw;
   using VA = typename Lanes::VA;
   constexpr int L = Lanes::L;
@@ -124,13 +139,23 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
   }
 }
 
-template <class T, class A>
-void sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
+// The interior outputs [va, vb) of one row by the widest registers that at least one
+// vector of them fills (for float sums, registers of half and a quarter the lanes where the
+// row is short: a 28-wide row's 13 interior outputs went one at a time with AVX-512's 16
+// lanes, 2-2.5x Numba's time); false where there are too few for any.
+template <class T, class A, int L = SumLanes<T, A>::L>
+bool sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
                         int64_t rows, int64_t va, int64_t vb, A* sums, int64_t first) {
-  if (dl.stride == 1)
-    sum_pool_registers_by<T, A, 1>(c, dl, xoffs, rows, va, vb, sums, first);
-  else
-    sum_pool_registers_by<T, A, 2>(c, dl, xoffs, rows, va, vb, sums, first);
+  if (vb - va >= L) {
+    if (dl.stride == 1)
+      sum_pool_registers_by<T, A, L, 1>(c, dl, xoffs, rows, va, vb, sums, first);
+    else
+      sum_pool_registers_by<T, A, L, 2>(c, dl, xoffs, rows, va, vb, sums, first);
+    return true;
+  }
+  if constexpr (SumLanes<T, A, L / 2>::kNarrowFits)
+    return sum_pool_registers<T, A, L / 2>(c, dl, xoffs, rows, va, vb, sums, first);
+  return false;
 }
 
 // The sums of outputs [a, b) of the same row one at a time (the borders) into sums[o - first].

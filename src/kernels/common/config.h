@@ -22,6 +22,11 @@ namespace dmlops {
 // maxima or sums, keys and indices stay in the first-level cache (1024 x 16 bytes).
 constexpr int64_t kRowTile = 1024;
 
+// Sets of a row tile's counts a summing task keeps, with what the finishes derive from them
+// (TileCounts, KeptSets): a long row's first, middle and last tiles, plus one for the
+// separable path's border rows.
+constexpr int kKeptCountSets = 4;
+
 }  // namespace dmlops
 
 namespace dmlops {
