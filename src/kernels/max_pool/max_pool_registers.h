@@ -176,7 +176,10 @@ void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& 
 }
 
 // The outputs [a, b) of the same row one at a time (the register path's borders and
-// leftovers): each window row, then the real offsets of the last dimension, in order.
+// leftovers): each window row, then the real offsets of the last dimension, in order, from
+// the first real element on, a later one taken only where its key is greater: selects of
+// integers (the winner's place), not branches (a branch per element, mispredicted on
+// unordered data, made a 7-wide row's outputs cost twice Numba's).
 template <class T, bool kIndices>
 void max_pool_row_outputs(const MaxPoolCall& c, const RowGeometry& geo, const RegisterRow& r,
                           int64_t a, int64_t b, int64_t yoff, int64_t ioff) {
@@ -188,22 +191,25 @@ void max_pool_row_outputs(const MaxPoolCall& c, const RowGeometry& geo, const Re
   const Raw* x = c.x.template at<Raw>(0);
   for (int64_t o = a; o < b; ++o) {
     const Span js = geo.last_offsets(o);
-    bool has = false;
-    typename K::Key best{};
+    const bool has = r.rows > 0 && js.hi > js.lo;
     Raw value = bit_cast<Raw>(empty_value<T>());
     int64_t arg = 0;
-    for (int64_t m = 0; m < r.rows && js.hi > js.lo; ++m) {
-      for (int64_t j = js.lo; j < js.hi; ++j) {
-        int64_t xi = input_coord(dl, o, j);
-        Raw v = x[r.xoff[m] + xi * xs];
-        typename K::Key kv = K::key_raw(v);
-        if (!has || kv > best) {
-          has = true;
-          best = kv;
-          value = v;
-          arg = r.foff[m] + xi * ps;
+    if (has) {
+      const int64_t x0 = input_coord(dl, o, js.lo);
+      int64_t won = r.xoff[0] + x0 * xs;
+      arg = r.foff[0] + x0 * ps;
+      typename K::Key best = K::key_raw(x[won]);
+      for (int64_t m = 0; m < r.rows; ++m) {
+        for (int64_t j = m == 0 ? js.lo + 1 : js.lo; j < js.hi; ++j) {
+          const int64_t xi = input_coord(dl, o, j), at = r.xoff[m] + xi * xs;
+          const typename K::Key kv = K::key_raw(x[at]);
+          const bool take = kv > best;
+          best = take ? kv : best;
+          won = take ? at : won;
+          if (kIndices) arg = take ? r.foff[m] + xi * ps : arg;
         }
       }
+      value = x[won];
     }
     if (c.y.data != nullptr) store(c.y.template at<Raw>(yoff + o * c.y.strides[last]), value);
     if (kIndices)
