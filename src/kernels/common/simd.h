@@ -76,6 +76,12 @@ inline V odd_lanes(V a, V b, std::index_sequence<I...>) {
   return __builtin_shufflevector(a, b, (2 * I + 1)...);
 }
 
+// a's lanes 1, 2, ..., then b's lane 0: a vector of a row's elements moved on by one lane
+template <class V, size_t... I>
+inline V lanes_moved_on(V a, V b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(a, b, (I + 1)...);
+}
+
 // A comparison's lanes (0 or -1, of any width) as 32-bit lanes, by repeating narrower lanes
 // or keeping the low half of wider ones: shuffles every level does in registers, where
 // __builtin_convertvector of a mask narrower than a register is expanded lane by lane.
