@@ -94,14 +94,6 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
 // The sums of outputs [va, vb) (at least L of them) of one row into sums[o - first]. The
 // last vector ends at vb, overlapping the one before where vb - va is no multiple of L (those
 // outputs are summed twice, to the same bits).
-// whether a level shuffles lanes of two registers in any order in registers (SSE2 expands
-// some such shuffles lane by lane, the strict build says)
-#if defined(__AVX2__)
-constexpr bool kAnyShuffle = true;
-#else
-constexpr bool kAnyShuffle = false;
-#endif
-
 template <class T, class A, int kLanes, int kStep>
 void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
                            int64_t rows, int64_t va, int64_t vb, A* sums, int64_t first) {

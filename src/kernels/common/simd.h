@@ -76,6 +76,14 @@ inline V odd_lanes(V a, V b, std::index_sequence<I...>) {
   return __builtin_shufflevector(a, b, (2 * I + 1)...);
 }
 
+// Whether the level shuffles the lanes of two registers in any order in registers (SSE2
+// expands some such shuffles lane by lane, the strict build says).
+#if defined(__AVX2__)
+constexpr bool kAnyShuffle = true;
+#else
+constexpr bool kAnyShuffle = false;
+#endif
+
 // a's lanes 1, 2, ..., then b's lane 0: a vector of a row's elements moved on by one lane
 template <class V, size_t... I>
 inline V lanes_moved_on(V a, V b, std::index_sequence<I...>) {
