@@ -35,23 +35,16 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
   static constexpr bool kNarrowFits =
       kFits && std::is_floating_point_v<A> && sizeof(VA) >= 16 && L < lanes_for<A>();
 
-  template <class V, class W> static V bits(W w) {
-    static_assert(sizeof(V) == sizeof(W));
-    V v;
-    std::memcpy(&v, &w, sizeof v);
-    return v;
-  }
-
   static VA widen_lanes(VR v) {
     if constexpr (std::is_same_v<T, Half>) {
       static_assert(std::is_same_v<A, float>);
 #if defined(__AVX512F__)
-      if constexpr (L == 16) return bits<VA>(_mm512_cvtph_ps(bits<__m256i>(v)));
+      if constexpr (L == 16) return bit_cast<VA>(_mm512_cvtph_ps(bit_cast<__m256i>(v)));
       else
 #endif
 #if defined(__F16C__)
-      if constexpr (L == 8) return bits<VA>(_mm256_cvtph_ps(bits<__m128i>(v)));
-      else if constexpr (L == 4) return bits<VA>(_mm_cvtph_ps(_mm_loadl_epi64(
+      if constexpr (L == 8) return bit_cast<VA>(_mm256_cvtph_ps(bit_cast<__m128i>(v)));
+      else if constexpr (L == 4) return bit_cast<VA>(_mm_cvtph_ps(_mm_loadl_epi64(
           reinterpret_cast<const __m128i*>(&v))));
       else
 #endif
@@ -64,14 +57,14 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
       // (GCC 12 builds this conversion from byte extractions in these loops: said explicitly)
 #if defined(__AVX512F__)
       if constexpr (L == 16) {
-        const __m128i b = bits<__m128i>(v);
-        return bits<VA>(std::is_signed_v<Raw> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
+        const __m128i b = bit_cast<__m128i>(v);
+        return bit_cast<VA>(std::is_signed_v<Raw> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
       } else
 #endif
 #if defined(__AVX2__)
       if constexpr (L == 8) {
         const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&v));
-        return bits<VA>(std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
+        return bit_cast<VA>(std::is_signed_v<Raw> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
       } else
 #endif
       {
@@ -110,13 +103,11 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
   // odd elements of the same two loads
   auto add_row = [&](VA& sum, const Raw* row, int64_t c0) {
     int64_t j = 0;
-    if constexpr (kStep == 2 && kAnyShuffle) {
-      // the row's 2L elements widened first (FLOAT16, bytes), then the even and odd ones
-      // taken as the sums' lanes, and offset 2 as the even ones moved on by a lane, the next
-      // element appended: shuffles of 16-bit lanes take three operations where 32-bit ones
-      // take one, and offset 2 was two more loads and a shuffle, one element at a time at a
-      // row's last vector (9b 0.79-0.89x the time; float32 0.81-0.91x, short rows' too)
-      if (d == 1 && w >= 2) {
+    if (kStep == 2 && d == 1 && w >= 2) {
+      if constexpr (kMovesOn<A>) {
+        // the row's 2L elements widened first (FLOAT16, bytes: 16-bit lanes' shuffles take
+        // three operations, 32-bit ones one), then the even and odd ones as the sums'
+        // lanes, and offset 2 moved on from offset 0 (simd.h; 9b 0.79-0.89x the time)
         using VR = typename Lanes::VR;
         const VA a = Lanes::widen_lanes(load_vec<VR>(row + c0));
         const VA b = Lanes::widen_lanes(load_vec<VR>(row + c0 + L));
@@ -125,21 +116,16 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
         sum += odd_lanes(a, b, std::make_index_sequence<L>{});
         j = 2;
         if (w >= 3) {
-          VA next{};
-          next[0] = widen<A>(*reinterpret_cast<const T*>(row + c0 + 2 * L));
-          sum += lanes_moved_on(even, next, std::make_index_sequence<L>{});
+          sum += moved_on(even, widen<A>(*reinterpret_cast<const T*>(row + c0 + 2 * L)));
           j = 3;
         }
-        for (; j < w; ++j) sum += load(row, c0 + j * d);
-        return;
+      } else {
+        typename Lanes::VR even, odd;
+        load_pair<Raw, L>(row, c0, in, &even, &odd);
+        sum += Lanes::widen_lanes(even);
+        sum += Lanes::widen_lanes(odd);
+        j = 2;
       }
-    }
-    if (kStep == 2 && d == 1 && w >= 2) {
-      typename Lanes::VR even, odd;
-      load_pair<Raw, L>(row, c0, in, &even, &odd);
-      sum += Lanes::widen_lanes(even);
-      sum += Lanes::widen_lanes(odd);
-      j = 2;
     }
     for (; j < w; ++j) sum += load(row, c0 + j * d);
   };

@@ -105,28 +105,26 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
       best = t ? v : best;
       if constexpr (kIndices) *which = widen_mask(t) ? U{} + uint32_t(j) * jstep : *which;
     };
-    int64_t j = 0;
-    if constexpr (kStep == 2 && sizeof(Raw) >= 4 && kAnyShuffle) {
-      // 4- and 8-byte lanes: offsets 0 and 1 the even and odd elements of the same two
-      // loads, offset 2 the even ones moved on by a lane, the next element appended (one
-      // shuffle, not two loads and a shuffle, the row's last vector one element at a time:
-      // odd-width inputs at stride 2 0.81-0.95x the time; narrower lanes' shuffles cost
-      // more than they save)
+    int64_t j = 1;
+    bool paired = false;
+    if constexpr (kStep == 2 && kMovesOn<Raw>) {
+      // offsets 0 and 1 the even and odd elements of the same two loads, offset 2 moved
+      // on from offset 0 (simd.h; odd-width inputs at stride 2 0.81-0.95x the time; for
+      // narrower lanes the pair's shuffles cost more than they save)
       if (d == 1 && w >= 2) {
-        V even, odd;
-        load_pair<Raw, L>(row, c0, in, &even, &odd);
-        best = even;
+        V odd;
+        load_pair<Raw, L>(row, c0, in, &best, &odd);
+        const V even = best;
         take(odd, 1);
         j = 2;
         if (w >= 3) {
-          V next{};
-          next[0] = row[c0 + 2 * L];
-          take(lanes_moved_on(even, next, std::make_index_sequence<L>{}), 2);
+          take(moved_on(even, row[c0 + 2 * L]), 2);
           j = 3;
         }
+        paired = true;
       }
     }
-    if (j == 0) best = load(c0), j = 1;
+    if (!paired) best = load(c0);
     for (; j < w; ++j) take(load(c0 + j * d), j);
     return best;
   };

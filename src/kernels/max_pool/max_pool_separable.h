@@ -86,14 +86,11 @@ void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
       const V even = best;
       take(odd, 1);
       j = 2;
-      // offset 2: the even elements moved on by a lane, the next element appended, where
-      // one shuffle does it (4- and 8-byte lanes): not two more loads and a shuffle (1, 1i,
-      // 8b 0.88-0.96x the time)
-      if constexpr (sizeof(Raw) >= 4 && kAnyShuffle) {
+      // offset 2 moved on from offset 0 where the next element is in the block (simd.h;
+      // 1, 1i, 8b 0.88-0.96x the time)
+      if constexpr (kMovesOn<Raw>) {
         if (w >= 3 && at + 2 * L < len) {
-          V next{};
-          next[0] = b.x[at + 2 * L];
-          take(lanes_moved_on(even, next, std::make_index_sequence<L>{}), 2);
+          take(moved_on(even, b.x[at + 2 * L]), 2);
           j = 3;
         }
       }
