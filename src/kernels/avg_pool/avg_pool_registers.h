@@ -84,17 +84,18 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
   }
 };
 
-// The sums of outputs [va, vb) (at least L of them) of one row into sums[o - first]. The
-// last vector ends at vb, overlapping the one before where vb - va is no multiple of L (those
-// outputs are summed twice, to the same bits).
+// The sums of outputs [va, vb) (at least L of them) of one row into sums[o - first], its
+// window rows' elements at coordinate 0 at xrows[0 .. rows). The last vector ends at vb,
+// overlapping the one before where vb - va is no multiple of L (those outputs are summed
+// twice, to the same bits).
 template <class T, class A, int kLanes, int kStep>
-void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
-                           int64_t rows, int64_t va, int64_t vb, A* sums, int64_t first) {
+void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
+                           int64_t vb, A* sums, int64_t first) {
   using Lanes = SumLanes<T, A, kLanes>;
   using Raw = typename Lanes::Raw;
   using VA = typename Lanes::VA;
   constexpr int L = Lanes::L;
-  const Raw* x = c.x.template at<Raw>(0);
+  const Raw* const* x = reinterpret_cast<const Raw* const*>(xrows);
   const int64_t s = dl.stride, w = dl.window, d = dl.dilation, in = dl.in;
   auto load = [&](const Raw* row, int64_t at) {
     return Lanes::widen_lanes(load_row<Raw, L, kStep>(row, at, in));
@@ -134,8 +135,8 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
     const int64_t c0 = o * s - dl.start, c1 = c0 + L * s;
     VA sum0{}, sum1{};
     for (int64_t m = 0; m < rows; ++m) {
-      add_row(sum0, x + xoffs[m], c0);
-      add_row(sum1, x + xoffs[m], c1);
+      add_row(sum0, x[m], c0);
+      add_row(sum1, x[m], c1);
     }
     store_vec(sums + (o - first), sum0);
     store_vec(sums + (o - first) + L, sum1);
@@ -144,7 +145,7 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
   for (; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
     const int64_t c0 = o * s - dl.start;
     VA sum{};
-    for (int64_t m = 0; m < rows; ++m) add_row(sum, x + xoffs[m], c0);
+    for (int64_t m = 0; m < rows; ++m) add_row(sum, x[m], c0);
     store_vec(sums + (o - first), sum);
   }
 }
@@ -154,17 +155,17 @@ void sum_pool_registers_by(const SumPoolCall& c, const Dim& dl, const int64_t* x
 // row is short: a 28-wide row's 13 interior outputs went one at a time with AVX-512's 16
 // lanes, 2-2.5x Numba's time); false where there are too few for any.
 template <class T, class A, int L = SumLanes<T, A>::L>
-bool sum_pool_registers(const SumPoolCall& c, const Dim& dl, const int64_t* xoffs,
-                        int64_t rows, int64_t va, int64_t vb, A* sums, int64_t first) {
+bool sum_pool_registers(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
+                        int64_t vb, A* sums, int64_t first) {
   if (vb - va >= L) {
     if (dl.stride == 1)
-      sum_pool_registers_by<T, A, L, 1>(c, dl, xoffs, rows, va, vb, sums, first);
+      sum_pool_registers_by<T, A, L, 1>(dl, xrows, rows, va, vb, sums, first);
     else
-      sum_pool_registers_by<T, A, L, 2>(c, dl, xoffs, rows, va, vb, sums, first);
+      sum_pool_registers_by<T, A, L, 2>(dl, xrows, rows, va, vb, sums, first);
     return true;
   }
   if constexpr (SumLanes<T, A, L / 2>::kNarrowFits)
-    return sum_pool_registers<T, A, L / 2>(c, dl, xoffs, rows, va, vb, sums, first);
+    return sum_pool_registers<T, A, L / 2>(dl, xrows, rows, va, vb, sums, first);
   return false;
 }
 

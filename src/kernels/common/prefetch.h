@@ -9,6 +9,18 @@ namespace dmlops {
 
 constexpr int64_t kCacheLine = 64;
 
+// Inlined without fail: GCC 12 takes a function whose only effect is a prefetch for one
+// without effects and drops the calls to it, and callers' calls with them.
+#define DMLOPS_PREFETCHES __attribute__((always_inline)) inline
+
+// The lines of [p + ahead, p + ahead + bytes), for reading: addresses past the tensor are
+// harmless (a prefetch never faults), so the sum is taken as an integer, not a pointer.
+DMLOPS_PREFETCHES void prefetch_span(const void* p, int64_t ahead, int64_t bytes) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p) + uintptr_t(ahead);
+  for (int64_t b = 0; b < bytes; b += kCacheLine)
+    __builtin_prefetch(reinterpret_cast<const void*>(at + uintptr_t(b)), 0, 3);
+}
+
 // The bytes [p, p + bytes), for reading, in `pieces` steps: each next() asks for the next
 // piece's cache lines (no divisions per step: a step is called once per output row).
 class Prefetch {
