@@ -162,6 +162,29 @@ def test_same_bits_with_one_and_two_threads(op):
     assert _same(results[0], results[1]) and _same(results[0], results[2])
 
 
+def test_default_threads_are_the_usable_cpus(monkeypatch):
+    """Without set_num_threads or DMLOPS_NUM_THREADS, the count is the CPUs the process may
+    use, looked up again once threads.CPUS_FRESH_SECONDS have passed (not at every call)."""
+    from dmlops import threads
+    clock = [1000.0]
+    allowed = [{0, 1, 2}]
+    looked = []
+    monkeypatch.setattr(threads.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(threads.os, "sched_getaffinity",
+                        lambda pid: looked.append(pid) or set(allowed[0]), raising=False)
+    monkeypatch.setattr(threads, "_cpus", (float("-inf"), 1))
+    monkeypatch.delenv("DMLOPS_NUM_THREADS", raising=False)
+    dml.set_num_threads(None)
+    assert dml.get_num_threads() == 3 and dml.get_num_threads() == 3 and len(looked) == 1
+    allowed[0] = {0}
+    clock[0] += threads.CPUS_FRESH_SECONDS / 2
+    assert dml.get_num_threads() == 3
+    clock[0] += threads.CPUS_FRESH_SECONDS
+    assert dml.get_num_threads() == 1 and len(looked) == 2
+    monkeypatch.setenv("DMLOPS_NUM_THREADS", "5")
+    assert dml.get_num_threads() == 5
+
+
 def _same(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
         np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))

@@ -1,7 +1,9 @@
 """How many threads the ``cpu`` backend's kernels use (SPEC 5: results never depend on it).
 
 The count is ``set_num_threads(n)`` if called, else the environment variable
-``DMLOPS_NUM_THREADS`` (read at call time), else the number of CPUs this process may use.
+``DMLOPS_NUM_THREADS`` (read at call time), else the number of CPUs this process may use
+(looked up again at most once a second: the look-up is a system call, a tenth of a small
+call's time).
 
 >>> import dmlops
 >>> dmlops.set_num_threads(1)
@@ -13,6 +15,7 @@ The count is ``set_num_threads(n)`` if called, else the environment variable
 from __future__ import annotations
 
 import os
+import time
 
 from .errors import InvalidArgumentError
 
@@ -45,11 +48,22 @@ def environ(name: str) -> str | None:
 _KEYS: dict = {}
 
 
+# (when the usable CPUs were last looked up, how many there were)
+_cpus: tuple = (float("-inf"), 1)
+CPUS_FRESH_SECONDS = 1.0
+
+
 def _usable_cpus() -> int:
+    global _cpus
+    now = time.monotonic()
+    if now - _cpus[0] < CPUS_FRESH_SECONDS:
+        return _cpus[1]
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):      # not Linux
-        return max(1, os.cpu_count() or 1)
+        n = max(1, os.cpu_count() or 1)
+    _cpus = (now, n)
+    return n
 
 
 def _positive(value, origin: str) -> int:
