@@ -118,6 +118,38 @@ def test_pooling_matches_onnxruntime(op):
                                        err_msg=str(attrs))
 
 
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "LpPool"])
+def test_empty_auto_pad_is_notset_as_in_onnxruntime(op):
+    """ONNX Runtime's own tests write auto_pad="" for NOTSET; with pads and without."""
+    x = np.random.default_rng(3).standard_normal((1, 2, 7, 6)).astype(np.float32)
+    for pads in (None, [1, 0, 2, 1]):
+        attrs = dict(kernel_shape=[3, 2], strides=[2, 1], auto_pad="")
+        if pads is not None:
+            attrs["pads"] = pads
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+        got, want = _run_both(node, [x], [np.float32], 4)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6, err_msg=str(attrs))
+    assert dml.onnx_pads((1, 1, 5), 3, auto_pad=b"", pads=[1, 2]) == ((1,), (2,))
+    with pytest.raises(dml.InvalidArgumentError, match="auto_pad = b'.xff' is not UTF-8"):
+        dml.onnx_pads((1, 1, 5), 3, auto_pad=b"\xff")
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "LpPool", "GlobalMaxPool",
+                                "GlobalAveragePool"])
+def test_pooling_nodes_of_an_empty_batch_or_channel_give_empty_results(op):
+    """As the functions do: N or C of 0 is an empty result of the output's shape."""
+    for shape in ((0, 2, 4), (2, 0, 4, 5)):
+        x = np.zeros(shape, np.float32)
+        k = x.ndim - 2
+        attrs = {} if op.startswith("Global") else {"kernel_shape": [2] * k}
+        (y,) = dox.run_node(helper.make_node(op, ["x"], ["y"], **attrs), [x], backend=REF)
+        spatial = (1,) * k if op.startswith("Global") else tuple(n - 1 for n in shape[2:])
+        assert y.shape == shape[:2] + spatial and y.dtype == np.float32
+    assert dml.pooling_output_sizes((0, 0, 5), 2) == (0, 0, 4)
+    with pytest.raises(dml.InvalidArgumentError, match=r"input_sizes\[2\] = 0 must be at least"):
+        dml.pooling_output_sizes((1, 1, 0), 2)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_])
 def test_pad_matches_onnxruntime(dtype):
     rng = np.random.default_rng(np.dtype(dtype).num)

@@ -102,7 +102,9 @@ def pooling_output_sizes(input_sizes, window_size, *, strides=1, start_padding=0
     if len(sizes) < 3:
         raise names.invalid(f"input_sizes = {list(sizes)} needs at least 3 values "
                             f"(N, C and one spatial size)")
-    check_bounds(sizes, 1, names, "input_sizes", "must be at least 1", uint=False)
+    # an empty batch or channel dimension is an empty result, as the functions give it
+    check_bounds(sizes[:2], 0, names, "input_sizes", "must not be negative", uint=False)
+    check_bounds(sizes[2:], 1, names, "input_sizes", "must be at least 1", uint=False, first=2)
     k, rank = len(sizes) - 2, len(sizes)
     w = spatial(window_size, k, names, "window_size", rank)
     s = spatial(strides, k, names, "strides", rank)
@@ -126,7 +128,8 @@ def onnx_pads(input_sizes, window_size, *, strides=1, dilations=1, auto_pad="NOT
     """``(start_padding, end_padding)`` from ONNX's ``auto_pad`` / ``pads`` attributes.
 
     ``pads`` is ONNX's ``[x1_begin, x2_begin, ..., x1_end, x2_end, ...]``. SAME_UPPER puts an
-    odd padding element at the end, SAME_LOWER at the start (as ONNX Runtime does).
+    odd padding element at the end, SAME_LOWER at the start (as ONNX Runtime does). An empty
+    ``auto_pad`` is NOTSET, as ONNX Runtime reads it.
 
     >>> onnx_pads((1, 1, 5, 5), 2, auto_pad="SAME_UPPER")
     ((0, 0), (1, 1))
@@ -145,8 +148,14 @@ def onnx_pads(input_sizes, window_size, *, strides=1, dilations=1, auto_pad="NOT
     check_bounds(w, 1, names, "window_size", "must be at least 1")
     check_bounds(s, 1, names, "strides", "must be at least 1")
     check_bounds(d, 1, names, "dilations", "must be at least 1")
-    mode = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-    mode = str(mode).upper()
+    mode = auto_pad
+    if isinstance(mode, bytes):
+        try:
+            mode = mode.decode()
+        except UnicodeDecodeError:
+            raise names.invalid(f"auto_pad = {auto_pad!r} is not UTF-8 text") from None
+    # an empty auto_pad is NOTSET, as ONNX Runtime reads it (its own tests write it so)
+    mode = str(mode).upper() or "NOTSET"
     if mode not in _AUTO_PADS:
         raise names.invalid(f"auto_pad = {auto_pad!r} is not one of {', '.join(_AUTO_PADS)}")
     if mode == "NOTSET":
