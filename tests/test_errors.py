@@ -1163,3 +1163,21 @@ def test_cuda_backend_is_unavailable_not_unknown():
     expect(Uns, lambda: dml.max_pooling(x, 2, backend="cuda"), [x],
            ["max_pooling: backend = 'cuda' is not available here", "later version"])
     assert "cuda" not in dml.backends()
+
+
+def test_unreadable_arguments_are_dmlops_errors():
+    """Only dmlops's errors escape (issue 28): ragged nested lists as an input, an array
+    where a flag belongs."""
+    x = np.ones((1, 1, 4, 4), np.float32)
+    ragged = [[[[1.0, 2.0], [3.0]]]]
+    for fn in (lambda: dml.max_pooling(ragged, 1), lambda: dml.average_pooling(ragged, 1),
+               lambda: dml.padding(ragged, (0, 0, 0, 1), (0, 0, 0, 1))):
+        with pytest.raises(dml.InvalidArgumentError, match="x cannot be read as an array"):
+            fn()
+    with pytest.raises(dml.InvalidArgumentError, match=r"output_indices = array\(\[1, 2\]\) "
+                                                       r"must be a bool"):
+        dml.max_pooling(x, 2, output_indices=np.array([1, 2]))
+    with pytest.raises(dml.InvalidArgumentError, match="output_indices = 'yes' must be a bool"):
+        dml.max_pooling(x, 2, output_indices="yes")
+    assert len(dml.max_pooling(x, 2, output_indices=np.True_)) == 2
+    assert len(dml.max_pooling(x, 2, output_indices=1)) == 2

@@ -338,3 +338,31 @@ def test_max_unpool_output_shape_error_explains_the_indices():
                               strides=[2, 2])
     with pytest.raises(dml.InvalidArgumentError, match="default output shape .1, 1, 4, 4."):
         dox.run_node(unpool, [y, i, np.array([1, 1, 5, 5])], backend=REF)
+
+
+def test_arguments_that_are_no_model_node_or_inputs_are_dmlops_errors(tmp_path):
+    """Only dmlops's errors escape dmlops.onnx (issue 28), and is_compatible answers False
+    for anything it cannot read."""
+    x = np.ones((1, 1, 4, 4), np.float32)
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])
+    model = _model([node], [("x", np.float32, 4)], [("y", np.float32, 4)])
+    cases = [
+        (lambda: dox.prepare(123), "a model is an onnx.ModelProto.*not int"),
+        (lambda: dox.prepare(b"\x01\x02 no model"), "cannot read the model"),
+        (lambda: dox.prepare(str(tmp_path / "missing.onnx")), "cannot read the model"),
+        (lambda: dox.run_node(None, [x]), r"run_node\(\) takes an onnx.NodeProto, not NoneType"),
+        (lambda: dox.run_node(node, None), "the inputs must be a list of arrays"),
+        (lambda: dox.prepare(model).run(None), "the inputs must be a list of arrays"),
+    ]
+    for call, message in cases:
+        with pytest.raises(dml.InvalidArgumentError, match=message):
+            call()
+    no_shape = helper.make_model(helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]))
+    with pytest.raises(dml.InvalidArgumentError, match="not valid ONNX"):
+        dox.prepare(no_shape)
+    for thing in (None, 123, "not a model", b"\x00", node):
+        assert dox.is_compatible(thing) is False
+    assert dox.is_compatible(model) is True
+    assert dox.prepare(model.SerializeToString()).run(x)[0].shape == (1, 1, 3, 3)

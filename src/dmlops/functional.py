@@ -68,7 +68,10 @@ def _input(x, op: str, field: str = "x") -> np.ndarray:
     is wrong), before the call is planned."""
     if type(x) is not np.ndarray:       # (a NumPy array is neither lazy nor converted)
         _not_lazy(x, Names(op), field)
-        x = np.asarray(x)
+        try:
+            x = np.asarray(x)
+        except (ValueError, TypeError) as e:    # (ragged nested lists, among others)
+            raise Names(op).invalid(f"{field} cannot be read as an array: {e}") from None
     if x.dtype not in NATIVE_DTYPES:    # (the others need normalising, or are errors)
         dtype_of(x.dtype, Names(op), field)
     return x
@@ -274,6 +277,9 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
     >>> y[0, 0].tolist(), i[0, 0].tolist()
     ([[4.0, 4.0], [6.0, 7.0]], [[4, 4], [7, 8]])
     """
+    if not isinstance(output_indices, (bool, np.bool_, int, np.integer)):
+        raise Names("max_pooling").invalid(f"output_indices = {output_indices!r} must be a "
+                                           f"bool")
     pair = bool(output_indices)
     x = _input(x, "max_pooling")
     call = planned(_plan_max_pooling, (x, out), window_size, strides, start_padding,

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 
 import numpy as np
 import onnx
@@ -538,7 +539,7 @@ class DmlBackendRep(BackendRep):
         else:
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
-            inputs = list(inputs)
+            inputs = _sequence(inputs)
             if len(inputs) != len(self.input_names):
                 raise InvalidArgumentError(f"dmlops.onnx: the model takes "
                                            f"{len(self.input_names)} inputs "
@@ -550,6 +551,41 @@ class DmlBackendRep(BackendRep):
         for node in self._nodes:
             node.run(values, self._backend)
         return self._tuple(*(values[n] for n in self.output_names))
+
+
+def _first_line(e: Exception) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+def _sequence(inputs) -> list:
+    """The inputs given as a list, tuple or other sequence of arrays, as a list."""
+    if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__") or not hasattr(
+            inputs, "__getitem__"):
+        raise InvalidArgumentError(f"dmlops.onnx: the inputs must be a list of arrays, a dict "
+                                   f"by name or one array, not {type(inputs).__name__}")
+    return list(inputs)
+
+
+def _model_of(model) -> onnx.ModelProto:
+    """``model`` as a ModelProto: given as one, as the path of a file or as its bytes."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    try:
+        if isinstance(model, (str, os.PathLike)):
+            return onnx.load(model)
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            return onnx.load_from_string(bytes(model))
+    except Exception as e:      # (a missing file, or bytes that are no model)
+        raise InvalidArgumentError(f"dmlops.onnx: cannot read the model {_short(model)}: "
+                                   f"{_first_line(e)}") from None
+    raise InvalidArgumentError(f"dmlops.onnx: a model is an onnx.ModelProto, the path of a "
+                               f".onnx file or its bytes, not {type(model).__name__}")
+
+
+def _short(model) -> str:
+    r = repr(model if not isinstance(model, (bytes, bytearray, memoryview)) else bytes(model))
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 def _check_nodes(model):
@@ -564,11 +600,13 @@ class DmlBackend(Backend):
 
     @classmethod
     def is_compatible(cls, model, device="CPU", **kwargs) -> bool:
+        """Whether dmlops runs every node of ``model`` on ``device``: False for anything it
+        cannot read as a model."""
         try:
             _check_nodes(model)
-        except DmlError:
+            return cls.supports_device(device)
+        except Exception:       # (an answer, not an error: whatever the argument was)
             return False
-        return cls.supports_device(device)
 
     @classmethod
     def prepare(cls, model, device="CPU", backend=None, **kwargs) -> DmlBackendRep:
@@ -576,12 +614,15 @@ class DmlBackend(Backend):
             raise InvalidArgumentError(f"dmlops.onnx: prepare() got unknown keyword arguments "
                                        f"{sorted(kwargs)}")
         _check_device(device)
-        if not isinstance(model, onnx.ModelProto):
-            model = onnx.load(model) if isinstance(model, str) else onnx.load_from_string(model)
+        model = _model_of(model)
         # (the nodes first: an unsupported operator or attribute is reported as dmlops
         # reports it, naming the node, before onnx's checker finds it unknown)
         _check_nodes(model)
-        onnx.checker.check_model(model)
+        try:
+            onnx.checker.check_model(model)
+        except onnx.checker.ValidationError as e:
+            raise InvalidArgumentError(f"dmlops.onnx: the model is not valid ONNX: "
+                                       f"{_first_line(e)}") from None
         return DmlBackendRep(model, backend)
 
     @classmethod
@@ -593,11 +634,14 @@ class DmlBackend(Backend):
         """Run one node on a list of input arrays (None for an omitted optional input);
         returns a tuple over the node's outputs."""
         _check_device(device)
+        if not isinstance(node, onnx.NodeProto):
+            raise InvalidArgumentError(f"dmlops.onnx: run_node() takes an onnx.NodeProto, not "
+                                       f"{type(node).__name__}")
         n = _Node(node)
         if isinstance(inputs, dict):
             values = dict(inputs)
         else:
-            values = {name: v for name, v in zip(n.inputs, inputs) if name}
+            values = {name: v for name, v in zip(n.inputs, _sequence(inputs)) if name}
         n.run(values, backend)
         names = [o for o in n.outputs if o]
         return namedtupledict("Outputs", names)(*(values[o] for o in names))
