@@ -1181,3 +1181,31 @@ def test_unreadable_arguments_are_dmlops_errors():
         dml.max_pooling(x, 2, output_indices="yes")
     assert len(dml.max_pooling(x, 2, output_indices=np.True_)) == 2
     assert len(dml.max_pooling(x, 2, output_indices=1)) == 2
+
+
+def test_divisors_beyond_64_bits_are_refused_not_wrapped():
+    """With include_padding, a divisor counts padding positions: one past 2^63-1 is an
+    InvalidArgumentError (it wrapped to 0.0 or a negative gradient), one below it is exact."""
+    x = np.ones((1, 1) + (1,) * 6, np.float32)
+    big = dict(start_padding=1023, end_padding=1023, include_padding=True)
+    calls = [lambda: dml.average_pooling(x, 2047, **big),
+             lambda: dml.average_pooling_grad(x, 2047, input_sizes=x.shape, **big),
+             lambda: dml.quantized_linear_average_pooling(x.astype(np.uint8), 1.0, 0, 1.0, 0,
+                                                          2047, **big),
+             lambda: dml.compile_operator(dml.AveragePoolingDesc(
+                 input_tensor=td("FLOAT32", x.shape), output_tensor=td("FLOAT32", x.shape),
+                 strides=1, window_size=2047, start_padding=1023, end_padding=1023,
+                 include_padding=True))]
+    for call in calls:
+        with pytest.raises(dml.InvalidArgumentError, match=r"2047.*include_padding.*7\.357e\+19"
+                                                           r".*beyond 2\^63-1"):
+            call()
+    assert dml.average_pooling(x, 2047, start_padding=1023, end_padding=1023).item() == 1.0
+    # (2^21 - 1)^3 positions: the largest such count below 2^63, kept exactly
+    w, p = 2**21 - 1, 2**20 - 1
+    x3 = np.full((1, 1, 1, 1, 1), 3.0, np.float32)
+    want = np.float32(3.0 / float(w) ** 3)
+    assert dml.average_pooling(x3, w, start_padding=p, end_padding=p, include_padding=True,
+                               backend="cpu").item() == want
+    assert dml.average_pooling_grad(x3, w, input_sizes=x3.shape, start_padding=p, end_padding=p,
+                                    include_padding=True, backend="cpu").item() == want

@@ -421,6 +421,7 @@ def _compile_pool(desc, level, names):
                               None if level is None else OPERATORS[op].extended)
     include = _bool_field(desc, names, "include_padding") if hasattr(desc, "include_padding") \
         else False
+    _pool.check_divisors(names, geometry, include)
     p = _pool.check_p(desc.p, names) if kind == "lp" else None
     idx_dt = None
     if kind == "max" and getattr(desc, "output_indices_tensor", None) is not None:

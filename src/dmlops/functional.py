@@ -197,6 +197,7 @@ def _plan_average_pooling(x, out, window_size, strides, start_padding, end_paddi
     g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
                   output_sizes)
     include = _include_padding(include_padding, names)
+    _pool.check_divisors(names, g, include)
     plan = _pool.PoolPlan("average", "AVERAGE_POOLING1", g, dt, dt, None, include)
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
 
@@ -353,6 +354,7 @@ def _plan_average_pooling_grad(dy, out, window_size, input_sizes, strides, start
             raise names.invalid(f"input_sizes[{d + offset}] = {v} must be at least 1")
     g = _pool.geometry(row, names, sizes, params, dy.shape)
     include = _include_padding(include_padding, names)
+    _pool.check_divisors(names, g, include)
     plan = _pool.PoolPlan("average_grad", "AVERAGE_POOLING_GRAD", g, dt, dt, None, include)
     return _call(names, plan, ["input"], [out], [("output", sizes, dt)])
 
@@ -586,6 +588,7 @@ def _plan_quantized(x, out, input_scale, input_zero_point, output_scale, output_
     _pool.check_scale_values(s_in, names, "input_scale")
     _pool.check_scale_values(s_out, names, "output_scale")
     include = _include_padding(include_padding, names)
+    _pool.check_divisors(names, g, include)
     plan = _pool.PoolPlan("quantized", op, g, dt, out_dt, None, include)
     extra = {"scale_in": params["input_scale"], "zp_in": params["input_zero_point"],
              "scale_out": params["output_scale"], "zp_out": params["output_zero_point"]}

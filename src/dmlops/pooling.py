@@ -104,6 +104,28 @@ def geometry(row, names, in_sizes, params, output_sizes, extended=None):
     return Window(tuple(in_sizes), w, s, a, b, d, tuple(output_sizes))
 
 
+# The largest divisor the kernels count exactly (64-bit integers).
+MOST_DIVISOR = 2**63 - 1
+
+
+def check_divisors(names, g: Window, include_padding: bool):
+    """With ``include_padding``, a window's divisor counts its padding positions too: their
+    product over the dimensions (at most the window's positions that fit in the padded
+    extent, per dimension) must be a count the kernels hold exactly, else an
+    InvalidArgumentError (without padding, a divisor counts real elements, at most the
+    input's size)."""
+    if not include_padding:
+        return
+    most = 1
+    for w, d, a, b, n in zip(g.window, g.dilations, g.start, g.end, g.input_sizes[2:]):
+        most *= min(w, (a + n + b - 1) // d + 1)
+    if most > MOST_DIVISOR:
+        raise names.invalid(
+            f"{names('window_size')} = {list(g.window)} with include_padding: a window's "
+            f"divisor would reach {most:.3e} positions (real and padding), beyond 2^63-1, "
+            f"the largest count kept exactly")
+
+
 def check_index_type(in_sizes, idx_dt, names, field):
     count = int(np.prod(in_sizes, dtype=object))
     if idx_dt == DataType.UINT32 and count > INDEX_LIMIT_32:
