@@ -531,6 +531,24 @@ def test_source_path_model_folder_then_working_directory(capsys, tmp_path, monke
     assert printed(out)["values"] == [40, 40, 60, 70]
 
 
+def test_npy_header_checked_against_the_file_before_allocating(capsys, tmp_path):
+    """A .npy whose header claims more values than the file holds (2^60 in 16 bytes) is an
+    error naming the file and both sizes, exit 2, with nothing allocated for the claim."""
+    fmt = np.lib.format
+    for name, shape in (("huge.npy", (2**60,)), ("short.npy", (1000,))):
+        with open(tmp_path / name, "wb") as f:
+            fmt.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False,
+                                           "shape": shape})
+            f.write(bytes(16))
+        m = example("max_pooling2_indices.json")
+        m["resources"]["input"] = {"initialValues": {"sourcePath": name}}
+        rc, out, err = run_model_text(capsys, tmp_path, m)
+        assert rc == 2 and out == "", err
+        assert (f"resources.input.initialValues.sourcePath: {str(tmp_path / name)!r}: its "
+                f"header claims {shape[0]} values of float32") in err, err
+        assert "the file holds 16 bytes of data" in err and "Traceback" not in err
+
+
 def test_source_path_raw_and_type_checks(capsys, tmp_path):
     np.array([1, 2, 3, 2, 4, 2, 5, 6, 7], np.float32).tofile(tmp_path / "x.dat")
     np.save(tmp_path / "i.npy", np.arange(9, dtype=np.int32))

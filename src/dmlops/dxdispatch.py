@@ -298,6 +298,28 @@ def _resolve_source(text: str, base_dir: Path, path: str) -> Path:
     raise ModelError(path, f"file {text!r} not found{where}")
 
 
+def _check_npy_size(file: Path, spath: str) -> None:
+    """A .npy file's header against the file's size, before anything is allocated for it: a
+    header may claim any number of elements (a 100-byte file claiming 2^60)."""
+    with open(file, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            return      # (np.load says what it makes of other versions)
+        start = f.tell()
+    if dtype.hasobject:
+        return          # (refused by np.load without pickles)
+    need = math.prod(shape) * dtype.itemsize
+    have = os.path.getsize(file) - start
+    if need > have:
+        raise ModelError(spath, f"{str(file)!r}: its header claims {math.prod(shape)} values "
+                                f"of {dtype} (shape {tuple(shape)}, {need} bytes), but the file "
+                                f"holds {have} bytes of data")
+
+
 def _load_source(obj: dict, dt_value, base_dir: Path, path: str):
     spath = _key(path, "sourcePath")
     text = _str(obj["sourcePath"], spath, "a file path")
@@ -305,6 +327,7 @@ def _load_source(obj: dict, dt_value, base_dir: Path, path: str):
     ext = file.suffix.lower()
     if ext == ".npy":
         try:
+            _check_npy_size(file, spath)
             arr = np.load(file, allow_pickle=False)
         except (ValueError, OSError, EOFError) as e:
             raise ModelError(spath, f"cannot read {str(file)!r} as a .npy file: {e}") from None
