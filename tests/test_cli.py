@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -818,3 +819,79 @@ def test_optional_tensor_given_as_null_is_left_out(capsys, tmp_path, monkeypatch
     assert out == ""
 
 
+
+
+def _write(resource, target):
+    return {"type": "writeFile", "resource": resource, "targetPath": target}
+
+
+@pytest.mark.parametrize("targets, source, where, what", [
+    (["e.npy", "e.npy/f.npy"], None, "commands[5].targetPath",
+     "would be inside .*e.npy', the file commands\\[4\\].targetPath writes"),
+    (["e.npy/f.npy", "e.npy"], None, "commands[5].targetPath",
+     "e.npy' is a folder of .*f.npy', the file commands\\[4\\].targetPath writes"),
+    (["o\ud800.npy"], None, "commands[4].targetPath", "cannot be a file name on this system"),
+    (["o\x00x.npy"], None, "commands[4].targetPath", "contains a NUL character"),
+    (["a" * 300 + ".npy"], None, "commands[4].targetPath", "a file name of 304 bytes"),
+    ([], "b" * 5000 + ".npy", "resources.input.initialValues.sourcePath",
+     "a path of 5004 bytes, longer than 4096"),
+    ([], "c" * 300 + ".npy", "resources.input.initialValues.sourcePath",
+     "a file name of 304 bytes"),
+])
+def test_paths_the_system_cannot_take_are_refused_before_running(targets, source, where, what,
+                                                                  capsys, tmp_path,
+                                                                  monkeypatch):
+    """Every such failure exits 2 with a located message and no traceback, before anything
+    runs or is written (issue 28)."""
+    monkeypatch.chdir(tmp_path)
+    m = example("max_pooling2_indices.json")
+    m["commands"] += [_write("values" if i == 0 else "indices", t) for i, t in enumerate(targets)]
+    if source is not None:
+        m["resources"]["input"] = {"initialValues": {"sourcePath": source}}
+    rc, out, err = run_model_text(capsys, tmp_path, m)
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert err.startswith(f"dmlops run: error: {where}: "), err
+    assert re.search(what, err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+
+
+def test_a_failed_move_removes_the_files_and_folders_already_made(capsys, tmp_path,
+                                                                   monkeypatch):
+    """Files are committed all or nothing: when a later move into place fails, the files
+    already moved and the folders created are removed again, and the message says so."""
+    import dmlops.dxdispatch as dx
+    monkeypatch.chdir(tmp_path)
+    m = example("max_pooling2_indices.json")
+    m["commands"] += [_write("values", "out/a.npy"), _write("indices", "out/deeper/b.npy")]
+    real, calls = os.replace, []
+
+    def failing(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(dx.os, "replace", failing)
+    rc, out, err = run_model_text(capsys, tmp_path, m)
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert ("commands[5].targetPath: cannot move" in err and "No space left on device" in err
+            and "the 1 file(s) already written and 2 folder(s) made were removed again" in err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+    monkeypatch.setattr(dx.os, "replace", real)
+    rc, out, err = run_model_text(capsys, tmp_path, m)
+    assert rc == 0 and sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.npy",
+                                                                               "deeper"]
+
+
+def test_print_of_a_name_the_output_cannot_encode(tmp_path):
+    """A resource named with characters stdout's encoding lacks is printed with escapes."""
+    import io
+    m = example("max_pooling2_indices.json")
+    m["resources"]["v\udc80é"] = m["resources"].pop("values")
+    m["commands"][0]["bindings"]["OutputTensor"] = "v\udc80é"
+    m["commands"][2]["resource"] = "v\udc80é"
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
+    parse_model(m).run(out)
+    out.flush()
+    assert "v\\udc80\\xe9: 4, 4, 6, 7" in raw.getvalue().decode("ascii")

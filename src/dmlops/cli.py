@@ -75,9 +75,21 @@ def _run(args, out, err) -> int:
         model.run(out)
     except ModelError as e:
         out.flush()
-        err.write(f"dmlops run: error: {e}\n")
+        _write_error(err, f"dmlops run: error: {e}\n")
+        return 2
+    except (OSError, UnicodeError, MemoryError) as e:
+        # (what the checks before running cannot foresee: the system's own refusals)
+        out.flush()
+        _write_error(err, f"dmlops run: error: {args.model}: {type(e).__name__}: {e}\n")
         return 2
     return 0
+
+
+def _write_error(err, text: str) -> None:
+    try:
+        err.write(text)
+    except UnicodeEncodeError:
+        err.write(text.encode("ascii", "backslashreplace").decode("ascii"))
 
 
 def _cpu_level() -> str:

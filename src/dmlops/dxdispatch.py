@@ -286,13 +286,40 @@ class Resource:
 _RESOURCE_KEYS = ("initialValuesDataType", "initialValues", "sizeInBytes")
 
 
+# The longest file name (one path component) and path this system takes, in bytes.
+NAME_MAX, PATH_MAX = 255, 4096
+
+
+def _file_name_ok(text: str, path: str) -> None:
+    """A file path the file system can take: no NUL, encodable in the file system's
+    encoding, no name longer than NAME_MAX bytes nor path longer than PATH_MAX (checked
+    before anything runs, where the system would fail later or half-way)."""
+    if "\0" in text:
+        raise ModelError(path, f"{text!r} contains a NUL character")
+    try:
+        raw = os.fsencode(text)
+    except UnicodeError:
+        raise ModelError(path, f"{text!r} cannot be a file name on this system (not "
+                               f"encodable as {sys.getfilesystemencoding()})") from None
+    if len(raw) > PATH_MAX:
+        raise ModelError(path, f"a path of {len(raw)} bytes, longer than {PATH_MAX}")
+    longest = max(raw.split(os.fsencode(os.sep)), key=len)
+    if len(longest) > NAME_MAX:
+        raise ModelError(path, f"a file name of {len(longest)} bytes "
+                               f"({os.fsdecode(longest)[:40]!r}...), longer than {NAME_MAX}")
+
+
 def _resolve_source(text: str, base_dir: Path, path: str) -> Path:
+    _file_name_ok(text, path)
     p = Path(text).expanduser()
     bases = [None] if p.is_absolute() else [base_dir, Path.cwd()]
     for base in bases:
         c = p if base is None else base / p
-        if c.is_file():
-            return c
+        try:
+            if c.is_file():
+                return c
+        except OSError as e:        # (a folder on the way that cannot be read)
+            raise ModelError(path, f"cannot look for {str(c)!r}: {e.strerror or e}") from None
     where = "" if bases == [None] else " (looked in the model's folder " + \
         f"{os.path.abspath(base_dir)} and the working directory {os.getcwd()})"
     raise ModelError(path, f"file {text!r} not found{where}")
@@ -1065,6 +1092,7 @@ def _parse_command(i, value, resources, dispatchables, path):
     text = _str(obj["targetPath"], tpath, "a file path")
     if not text.strip():
         raise ModelError(tpath, "an empty path")
+    _file_name_ok(text, tpath)
     target = Path(text).expanduser()
     if not target.is_absolute():
         target = Path.cwd() / target
@@ -1119,43 +1147,94 @@ class Model:
                 cmd.run(state, pending)
         written = _write_files(pending)
         # (held back until every command succeeded: a model that fails writes nothing)
-        out.write(printed.getvalue())
+        _write_text(out, printed.getvalue())
         return written
+
+
+def _write_text(out, text: str) -> None:
+    """``text`` to ``out``, characters its encoding lacks (a resource named with a lone
+    surrogate, say) written as escapes rather than failing the model."""
+    try:
+        out.write(text)
+    except UnicodeEncodeError:
+        enc = getattr(out, "encoding", None) or "utf-8"
+        out.write(text.encode(enc, "backslashreplace").decode(enc))
 
 
 def _write_files(pending: dict) -> list:
     """Write every file to a temporary name beside it, then rename them all: a failure leaves
-    no new file behind."""
-    staged = []
+    no new file or folder behind (the files already moved into place and the folders made
+    are removed again, and the message says so)."""
+    staged, moved, made = [], [], []
+    failure = None                  # (the command's path, what failed)
     try:
         for target, (values, path) in pending.items():
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
+                made += _make_folders(target.parent)
                 fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                            dir=target.parent)
                 with os.fdopen(fd, "wb") as f:
-                    staged.append((tmp, target))
+                    staged.append(tmp)
                     if target.suffix.lower() == ".npy":
                         np.save(f, values, allow_pickle=False)
                     else:
                         f.write(values.tobytes())
             except OSError as e:
-                raise ModelError(_key(path, "targetPath"),
-                                 f"cannot write {str(target)!r}: {e.strerror or e}") from None
+                failure = (path, f"cannot write {str(target)!r}: {e.strerror or e}")
+                break
         umask = os.umask(0)
         os.umask(umask)
-        for tmp, target in staged:
+        for tmp, (target, (_, path)) in zip(staged if failure is None else [],
+                                            pending.items()):
             # (mkstemp makes its file private; a written result gets the usual mode)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, target)
-        staged = []
-    finally:
-        for tmp, _ in staged:
             try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+                os.chmod(tmp, 0o666 & ~umask)
+                os.replace(tmp, target)
+            except OSError as e:
+                failure = (path, f"cannot move {str(target)!r} into place: {e.strerror or e}")
+                break
+            moved.append(target)
+    finally:
+        if failure is not None or len(moved) < len(pending):
+            for tmp in staged:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            undone = _undo(moved, made)
+            if failure is not None:
+                raise ModelError(_key(failure[0], "targetPath"), failure[1] + undone)
     return list(pending)
+
+
+def _make_folders(folder: Path) -> list:
+    """Make ``folder`` and any missing parents; returns those it made, deepest last."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for f in reversed(missing):
+        f.mkdir()
+    return list(reversed(missing))
+
+
+def _undo(moved: list, made: list) -> str:
+    """Removes the files already moved into place and the folders made (deepest first);
+    returns what the message says of it."""
+    for target in moved:
+        try:
+            os.unlink(target)
+        except OSError:
+            pass
+    for folder in sorted(made, key=lambda f: len(f.parts), reverse=True):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+    if not moved and not made:
+        return ""
+    return (f"; the {len(moved)} file(s) already written and {len(made)} folder(s) made "
+            f"were removed again")
 
 
 def _read_json(path: Path):
@@ -1211,7 +1290,26 @@ def parse_model(data, base_dir=".", *, feature_level=None, backend=None, name="m
     for i, value in enumerate(_list(root["commands"], "commands")):
         commands.append(_parse_command(i, value, resources, dispatchables,
                                        _item("commands", i)))
+    _targets_apart(commands)
     return Model(name, resources, dispatchables, commands)
+
+
+def _targets_apart(commands) -> None:
+    """No writeFile target inside another's, nor a folder of another's: one would need a
+    folder where the other writes a file (checked before anything runs)."""
+    earlier = {}
+    for cmd in commands:
+        if not isinstance(cmd, _WriteFile):
+            continue
+        where = _key(cmd.path, "targetPath")
+        for target, its in earlier.items():
+            if target in cmd.target.parents:
+                raise ModelError(where, f"{str(cmd.target)!r} would be inside {str(target)!r}, "
+                                        f"the file {its} writes")
+            if cmd.target in target.parents:
+                raise ModelError(where, f"{str(cmd.target)!r} is a folder of {str(target)!r}, "
+                                        f"the file {its} writes")
+        earlier.setdefault(cmd.target, where)
 
 
 def load_model(path, *, feature_level=None, backend=None) -> Model:
