@@ -366,3 +366,46 @@ def test_arguments_that_are_no_model_node_or_inputs_are_dmlops_errors(tmp_path):
         assert dox.is_compatible(thing) is False
     assert dox.is_compatible(model) is True
     assert dox.prepare(model.SerializeToString()).run(x)[0].shape == (1, 1, 3, 3)
+
+
+def test_values_onnx_types_as_integers_or_text_are_checked_not_converted():
+    """Only dmlops's errors escape (issue 28): NaN, None, strings or floats in Pad's pads
+    and axes and MaxUnpool's output_shape (inputs or initializers), an object array as Pad's
+    constant, non-UTF-8 bytes as an attribute string, an attribute without a type, a Constant
+    whose raw_data is short."""
+    x = np.ones((1, 1, 4, 4), np.float32)
+    pad = helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")
+    padc = helper.make_node("Pad", ["x", "p", "c"], ["y"], mode="constant")
+    pad_axes = helper.make_node("Pad", ["x", "p", "", "a"], ["y"], mode="reflect")
+    unpool = helper.make_node("MaxUnpool", ["x", "i", "s"], ["y"], kernel_shape=[2, 2],
+                              strides=[2, 2])
+    typeless = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])
+    typeless.attribute.append(onnx.AttributeProto(name="strides"))
+    short = onnx.TensorProto(name="v", data_type=TensorProto.INT64, dims=[8],
+                             raw_data=bytes(12))
+    pads8 = np.array([0, 0, 1, 1, 0, 0, 1, 1])
+    cases = [
+        (pad, [x, np.array([0, 0, 1, np.nan, 0, 0, 1, 1])], "input pads holds float64"),
+        (pad, [x, np.array([0, 0, 1, None, 0, 0, 1, 1], dtype=object)], "pads holds object"),
+        (pad, [x, np.array(["0"] * 8)], "input pads holds <U1"),
+        (pad, [x, [[0, 0], [1]]], "input pads cannot be read as an array"),
+        (padc, [x, pads8, np.array(1.0, dtype=object)], "constant_value holds object"),
+        (pad_axes, [x, np.array([1, 1, 1, 1]), None, np.array([2.0, np.nan])],
+         "input axes holds float64"),
+        (unpool, [np.ones((1, 1, 2, 2), np.float32), np.zeros((1, 1, 2, 2), np.int64),
+                  np.array([1, 1, np.nan, 4])], "input output_shape holds float64"),
+        (helper.make_node("Pad", ["x", "p"], ["y"], mode=b"\xff"), [x, pads8],
+         "attribute mode = b'.xff' is not UTF-8"),
+        (typeless, [x], "attribute strides has no type"),
+        (helper.make_node("Constant", [], ["p"], value=short), [],
+         "attribute value: the tensor cannot be read"),
+    ]
+    for node, inputs, message in cases:
+        with pytest.raises(dml.InvalidArgumentError, match=message):
+            dox.run_node(node, inputs, backend=REF)
+    # the same through an initializer
+    model = _model([pad], [("x", np.float32, 4)], [("y", np.float32, 4)],
+                   [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1.5]), "p")])
+    with pytest.raises(dml.InvalidArgumentError, match="input pads holds float64"):
+        dox.prepare(model).run(x)
+    assert dox.run_node(padc, [x, pads8, np.float32(1.5)], backend=REF)[0][0, 0, 0, 0] == 1.5

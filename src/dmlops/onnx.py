@@ -79,12 +79,19 @@ def _in_node(label: str):
         raise type(e)(f"{label}: {e}") from None
 
 
-def _attributes(node) -> dict:
+def _attributes(node, label) -> dict:
     out = {}
     for a in node.attribute:
+        if a.type == onnx.AttributeProto.UNDEFINED:
+            raise InvalidArgumentError(f"{label}: attribute {a.name} has no type (ONNX "
+                                       f"requires one; its value cannot be read)")
         v = onnx.helper.get_attribute_value(a)
         if isinstance(v, bytes):
-            v = v.decode()
+            try:
+                v = v.decode()
+            except UnicodeDecodeError:
+                raise InvalidArgumentError(f"{label}: attribute {a.name} = {v!r} is not UTF-8 "
+                                           f"text") from None
         out[a.name] = v
     return out
 
@@ -189,7 +196,21 @@ def _column_major(indices: np.ndarray, x_shape) -> np.ndarray:
 def _input(inputs, i, label, name):
     if len(inputs) <= i or inputs[i] is None:
         raise InvalidArgumentError(f"{label}: input {name} is required")
-    return np.asarray(inputs[i])
+    try:
+        return np.asarray(inputs[i])
+    except (ValueError, TypeError) as e:        # (ragged nested lists, among others)
+        raise InvalidArgumentError(f"{label}: input {name} cannot be read as an array: "
+                                   f"{e}") from None
+
+
+def _int_input(inputs, i, label, name) -> tuple:
+    """An integer tensor input (pads, axes, output_shape), as ints: ONNX types these int64
+    (axes int32 too); NaN, None, strings or fractions are refused, not converted."""
+    v = _input(inputs, i, label, name)
+    if v.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"{label}: input {name} holds {v.dtype} values "
+                                   f"{v.ravel()[:8].tolist()}; it must hold integers (int64)")
+    return tuple(int(e) for e in v.ravel())
 
 
 def _average_pool(label, attrs, inputs, n_out, backend):
@@ -261,7 +282,7 @@ def _max_unpool(label, attrs, inputs, n_out, backend):
                                    f"empty dimension; check kernel_shape, strides and pads")
     shape = inferred
     if len(inputs) > 2 and inputs[2] is not None:
-        shape = tuple(int(s) for s in np.asarray(inputs[2]).ravel())
+        shape = _int_input(inputs, 2, label, "output_shape")
         if (len(shape) != x.ndim or shape[:2] != inferred[:2]
                 or any(s < t for s, t in zip(shape, inferred))):
             raise InvalidArgumentError(
@@ -305,17 +326,20 @@ def _pad(label, attrs, inputs, n_out, backend):
             raise UnsupportedError(f"{label}: attribute value belongs to Pad-1 and Pad-2 "
                                    f"(pads as an attribute); Pad-11 and later take the "
                                    f"constant as their third input, constant_value")
-        pads = tuple(int(p) for p in _input(inputs, 1, label, "pads").ravel())
+        pads = _int_input(inputs, 1, label, "pads")
         value = 0
         if len(inputs) > 2 and inputs[2] is not None:
-            v = np.asarray(inputs[2])
+            v = _input(inputs, 2, label, "constant_value")
+            if v.dtype.kind not in "biuf":
+                raise InvalidArgumentError(f"{label}: input constant_value holds {v.dtype} "
+                                           f"values; it must be a number")
             if v.size != 1:
                 raise InvalidArgumentError(f"{label}: input constant_value has shape "
                                            f"{v.shape}; it must hold one value")
             value = v.ravel()[0].item()
         axes = tuple(range(rank))
         if len(inputs) > 3 and inputs[3] is not None:
-            axes = tuple(int(a) for a in np.asarray(inputs[3]).ravel())
+            axes = _int_input(inputs, 3, label, "axes")
             for a in axes:
                 if not -rank <= a < rank:
                     raise InvalidArgumentError(f"{label}: axes value {a} is out of range for "
@@ -364,13 +388,23 @@ def _pad(label, attrs, inputs, n_out, backend):
     return [y.view(np.bool_) if is_bool else y]
 
 
+def _tensor_value(t, where: str) -> np.ndarray:
+    """A TensorProto's values; one whose data does not match its shape and type (a short
+    raw_data) is an InvalidArgumentError."""
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as e:          # (onnx raises ValueError, TypeError or its own)
+        raise InvalidArgumentError(f"{where}: the tensor cannot be read: "
+                                   f"{str(e).strip() or type(e).__name__}") from None
+
+
 def _constant(label, attrs, inputs, n_out, backend):
     if len(attrs) != 1:
         raise InvalidArgumentError(f"{label}: a Constant node needs exactly one value "
                                    f"attribute, got {sorted(attrs)}")
     name, v = next(iter(attrs.items()))
     if name == "value":
-        return [numpy_helper.to_array(v)]
+        return [_tensor_value(v, f"{label}: attribute value")]
     if name in ("value_float", "value_floats"):
         return [np.asarray(v, np.float32)]
     if name in ("value_int", "value_ints"):
@@ -488,7 +522,7 @@ class _Node:
             raise UnsupportedError(f"{self.label}: operator {domain + '.' if domain else ''}"
                                    f"{node.op_type} is not supported; dmlops.onnx runs {names}")
         self.run_impl, accepted, max_out = entry
-        self.attrs = _attributes(node)
+        self.attrs = _attributes(node, self.label)
         for name in self.attrs:
             if name not in accepted:
                 raise UnsupportedError(f"{self.label}: attribute {name} is not supported "
@@ -523,7 +557,8 @@ class DmlBackendRep(BackendRep):
     def __init__(self, model, backend=None):
         graph = model.graph
         self._backend = backend
-        self._constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        self._constants = {t.name: _tensor_value(t, f"dmlops.onnx: initializer {t.name!r}")
+                           for t in graph.initializer}
         self.input_names = [v.name for v in graph.input if v.name not in self._constants]
         self.output_names = [v.name for v in graph.output]
         self._nodes = [_Node(n, i) for i, n in enumerate(graph.node)]
