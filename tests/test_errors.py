@@ -1209,3 +1209,44 @@ def test_divisors_beyond_64_bits_are_refused_not_wrapped():
                                backend="cpu").item() == want
     assert dml.average_pooling_grad(x3, w, input_sizes=x3.shape, start_padding=p, end_padding=p,
                                     include_padding=True, backend="cpu").item() == want
+
+
+def test_outputs_beyond_memory_are_refused_naming_the_size(monkeypatch):
+    """A request whose output cannot be allocated is an InvalidArgumentError naming the size
+    (NumPy said "array is too big", or the system promised the memory and killed the
+    process later), functions and descriptions alike (issue 28)."""
+    x = np.ones((1, 1, 4, 4), np.float32)
+    cases = [
+        (lambda: dml.padding(x, (0, 0, 2**31, 2**31), (0, 0, 2**31, 2**31)),
+         r"padding: out of shape \[1, 1, 4294967300, 4294967300\] \(float32\) needs "
+         r"73786976432277160000 bytes"),
+        (lambda: dml.max_unpooling(x[..., :1, :1], np.zeros((1, 1, 1, 1), np.uint32),
+                                   (1, 1, 2**31, 2**31)), "needs 18446744073709551616 bytes"),
+        (lambda: dml.compile_operator(dml.PaddingDesc(
+            input_tensor=td("FLOAT32", (1, 1, 1, 1)),
+            output_tensor=td("FLOAT32", (1, 1, 2**31, 2**31)), padding_mode="CONSTANT",
+            padding_value=0, start_padding=(0, 0, 2**31 - 1, 2**31 - 1),
+            end_padding=(0, 0, 0, 0))).execute(input_tensor=x[..., :1, :1]),
+         "PADDING: output_tensor of shape .* needs 18446744073709551616 bytes"),
+    ]
+    for call, message in cases:
+        with pytest.raises(dml.InvalidArgumentError, match=message):
+            call()
+    # each output within the memory, both together not
+    from dmlops import tensor
+    monkeypatch.setattr(tensor, "memory_bytes", lambda: 100)
+    with pytest.raises(dml.InvalidArgumentError, match=r"out\[0\], out\[1\] together need 128 "
+                                                       r"bytes .*more than"):
+        dml.max_pooling(np.ones((1, 1, 16), np.float32), 1, output_indices=True)
+    with pytest.raises(dml.InvalidArgumentError, match="needs 400 bytes .*more than"):
+        dml.max_pooling(np.ones((1, 1, 100), np.float32), 1)
+    monkeypatch.undo()
+    # a kernel that runs out of memory for its scratch
+    from dmlops import functional
+
+    def no_memory(outputs, run):
+        raise MemoryError("std::bad_alloc")
+
+    monkeypatch.setattr(functional, "with_native_outputs", no_memory)
+    with pytest.raises(dml.InvalidArgumentError, match="max_pooling: out of memory running"):
+        dml.max_pooling(x, 2)

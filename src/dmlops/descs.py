@@ -31,7 +31,8 @@ from .dtypes import DataType, PaddingMode, data_type, feature_level as _feature_
 from .dtypes import padding_mode
 from .errors import DmlError, InvalidArgumentError, Names
 from .support import OPERATORS
-from .tensor import TensorDesc, bind, check_tensor_desc, check_tensor_values, native, strides_alias
+from .tensor import (TensorDesc, bind, check_tensor_desc, check_tensor_values, native, new_array,
+                     strides_alias)
 
 __all__ = ["AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc",
            "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc",
@@ -605,7 +606,7 @@ class CompiledOperator:
                 result[field] = given[field]
                 out_views.append(views[field])
             else:
-                arr = np.empty(t.sizes, dtype=t.dtype)
+                arr = new_array(t.sizes, t.dtype, names, field)
                 result[field] = arr
                 out_views.append(arr)
         x = native(views[inputs[0]])

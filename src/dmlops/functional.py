@@ -26,8 +26,8 @@ from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
 from ._plancache import ArrayFacts, planned
 from .descs import check_no_overlap, run_padding, with_native_outputs
 from .dtypes import NATIVE_DTYPES, DataType
-from .errors import Names
-from .tensor import check_distinct, native, native_dtype
+from .errors import InvalidArgumentError, Names
+from .tensor import check_distinct, check_fits_memory, native, native_dtype, new_array
 
 __all__ = ["average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
            "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
@@ -82,9 +82,13 @@ def _outputs(call: _Call, outs, inputs):
     must share no memory with an input or another output: what memory an array uses is the
     one thing a kept plan cannot know, so this is checked on every call."""
     ys, given = [], []
+    new = [(label, shape, dtype) for out, (label, shape, dtype) in zip(outs, call.outputs)
+           if out is None]
+    if len(new) > 1:        # (each might fit the memory, and all of them not)
+        check_fits_memory(new, call.names)
     for out, (label, shape, dtype) in zip(outs, call.outputs):
         if out is None:
-            ys.append(np.empty(shape, dtype=dtype))
+            ys.append(new_array(shape, dtype, call.names, label))
         else:
             ys.append(out)
             given.append((label, out))
@@ -99,9 +103,16 @@ def _kernels(call: _Call, backend):
     return reraise(call.names, resolve_backend, backend)[1]
 
 
-def _run(outputs, run):
-    if 0 not in outputs[0].shape:
+def _run(outputs, run, names=None):
+    if 0 in outputs[0].shape:
+        return
+    try:
         with_native_outputs(outputs, run)
+    except MemoryError as e:        # (a kernel's scratch, proportional to an output's row)
+        what = names.op if names is not None else "dmlops"
+        raise InvalidArgumentError(f"{what}: out of memory running the kernel for outputs of "
+                                   f"shapes {[list(o.shape) for o in outputs]}: "
+                                   f"{e or 'std::bad_alloc'}") from None
 
 
 # --- planning: pure, kept by the plan cache ---------------------------------------------
@@ -220,7 +231,7 @@ def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0
                    end_padding, dilations, include_padding, output_sizes)
     (y,) = _outputs(call, [out], [x])
     kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o))
+    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o), call.names)
     return y
 
 
@@ -288,7 +299,7 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
     outs = ([None, None] if out is None else list(out)) if pair else [out]
     ys = _outputs(call, outs, [x])
     kernels = _kernels(call, backend)
-    _run(ys, lambda o: _pool.run_pooling(call.plan, kernels, native(x), o))
+    _run(ys, lambda o: _pool.run_pooling(call.plan, kernels, native(x), o), call.names)
     return (ys[0], ys[1]) if pair else ys[0]
 
 
@@ -328,7 +339,7 @@ def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padd
     (dx,) = _outputs(call, [out], [x, dy])
     kernels = _kernels(call, backend)
     _run([dx], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o,
-                                           {"dy": native(dy)}))
+                                           {"dy": native(dy)}), call.names)
     return dx
 
 
@@ -378,7 +389,7 @@ def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_paddi
                    start_padding, end_padding, dilations, include_padding)
     (dx,) = _outputs(call, [out], [dy])
     kernels = _kernels(call, backend)
-    _run([dx], lambda o: _pool.run_pooling(call.plan, kernels, native(dy), o))
+    _run([dx], lambda o: _pool.run_pooling(call.plan, kernels, native(dy), o), call.names)
     return dx
 
 
@@ -413,7 +424,7 @@ def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0
                    end_padding, dilations, output_sizes)
     (y,) = _outputs(call, [out], [x])
     kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o))
+    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o), call.names)
     return y
 
 
@@ -456,7 +467,7 @@ def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
     (y,) = _outputs(call, [out], [x, indices])
     kernels = _kernels(call, backend)
     _run([y], lambda o: _pool.run_unpooling(call.plan, kernels, native(x), native(indices), o,
-                                            call.names))
+                                            call.names), call.names)
     return y
 
 
@@ -503,7 +514,7 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
     (y,) = _outputs(call, [out], [x, rois])
     kernels = _kernels(call, backend)
     _run([y], lambda o: _pool.run_roi_pooling(call.plan, kernels, native(x), native(rois), o,
-                                              call.names))
+                                              call.names), call.names)
     return y
 
 
@@ -617,7 +628,7 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
                    dilations, include_padding, output_dtype)
     (y,) = _outputs(call, [out], [x])
     kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o, call.extra))
+    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o, call.extra), call.names)
     return y
 
 

@@ -6,7 +6,10 @@ checked by :func:`check_tensor_desc` when an operator is compiled.
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -258,3 +261,50 @@ def check_distinct(out: np.ndarray, names: Names, field: str):
         raise names.invalid(f"{names(field)} has shape {out.shape} and byte strides "
                             f"{out.strides}, which make two of its elements share memory; "
                             f"an output's elements must be distinct")
+
+
+@lru_cache(maxsize=None)
+def memory_bytes() -> int:
+    """This machine's memory in bytes (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def new_array(shape, dtype, names: Names, field: str) -> np.ndarray:
+    """A new output array, or an InvalidArgumentError naming its size where it cannot be
+    had: more bytes than the machine's memory (which the system might promise and then kill
+    the process for), or than NumPy or the allocator give.
+
+    >>> new_array((2, 3), np.float32, Names("example"), "output").shape
+    (2, 3)
+    """
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    memory = memory_bytes()
+
+    def what():     # (only on failure: a small call's time is mostly such work)
+        return f"{names(field)} of shape {list(shape)} ({dtype}) needs {nbytes} bytes"
+
+    if memory and nbytes > memory:
+        raise names.invalid(f"{what()} ({nbytes / 2**30:.1f} GiB), more than this machine's "
+                            f"{memory / 2**30:.1f} GiB of memory")
+    try:
+        return np.empty(shape, dtype=dtype)
+    except (MemoryError, ValueError) as e:
+        raise names.invalid(f"{what()}, which cannot be allocated: {e}") from None
+
+
+def check_fits_memory(arrays, names: Names) -> None:
+    """Several new arrays ``(field, shape, dtype)`` together within the machine's memory."""
+    memory = memory_bytes()
+    if not memory:
+        return
+    total = 0
+    for _, shape, dt in arrays:
+        total += math.prod(shape) * np.dtype(dt).itemsize
+    if total > memory:
+        fields = ", ".join(names(f) for f, _, _ in arrays)
+        raise names.invalid(f"{fields} together need {total} bytes ({total / 2**30:.1f} GiB), "
+                            f"more than this machine's {memory / 2**30:.1f} GiB of memory")
