@@ -1250,3 +1250,22 @@ def test_outputs_beyond_memory_are_refused_naming_the_size(monkeypatch):
     monkeypatch.setattr(functional, "with_native_outputs", no_memory)
     with pytest.raises(dml.InvalidArgumentError, match="max_pooling: out of memory running"):
         dml.max_pooling(x, 2)
+
+
+def test_tensor_desc_strides_are_directml_uints():
+    """A stride past 2^32-1 is refused when the description is compiled (it was accepted,
+    then an OverflowError at execute)."""
+    out = td("FLOAT32", (1, 1, 3, 3))
+
+    def pool(strides):
+        return dml.compile_operator(dml.MaxPoolingDesc(
+            input_tensor=td("FLOAT32", (1, 1, 4, 4), strides), output_tensor=out, strides=1,
+            window_size=2, start_padding=0, end_padding=0))
+
+    with pytest.raises(dml.InvalidArgumentError, match=r"input_tensor.strides\[0\] = "
+                                                       r"1180591620717411303424 is larger than "
+                                                       r"4294967295"):
+        pool((2**70, 16, 4, 1))
+    op = pool((2**32 - 1, 16, 4, 1))
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    assert op.execute(input_tensor=x)["output_tensor"][0, 0, 0].tolist() == [5.0, 6.0, 7.0]

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._args import is_int
+from ._args import UINT_MAX, is_int
 from .dtypes import DataType, data_type
 from .errors import DmlError, Names
 
@@ -132,6 +132,10 @@ def check_tensor_values(t: TensorDesc, names: Names, field: str):
             if not is_int(v) or v < 0:
                 raise names.invalid(f"{names(field)}.strides[{i}] = {v!r} must be a "
                                     f"non-negative integer (strides count elements)")
+            if v > UINT_MAX:
+                raise names.invalid(f"{names(field)}.strides[{i}] = {v} is larger than "
+                                    f"{UINT_MAX} (2^32-1), the largest value of DirectML's "
+                                    f"UINT strides")
     total = t.total_tensor_size_in_bytes
     if total is not None:
         if not is_int(total):
