@@ -1269,3 +1269,28 @@ def test_tensor_desc_strides_are_directml_uints():
     op = pool((2**32 - 1, 16, 4, 1))
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     assert op.execute(input_tensor=x)["output_tensor"][0, 0, 0].tolist() == [5.0, 6.0, 7.0]
+
+
+def test_reference_cost_follows_the_data_not_the_window():
+    """The reference backend visits only the window offsets that read a real element and
+    counts divisors from each dimension's bounds (issue 28: a window of 20000 over 40000
+    elements took 4 GB, one of 2^27 over one element did not finish): the extreme cases give
+    the cpu backend's bits."""
+    from dmlops.backends.reference.window import counts, real_offsets
+    assert real_offsets((1,), (2,), (2**27,), (1,), (2**26,), (1,)) == [(2**26 - 1,), (2**26,)]
+    # 5 elements, 3 outputs 2 apart: offsets 2^19 - 4 to 2^19 + 4 along the first dimension
+    assert len(real_offsets((5, 7), (3, 4), (2**20, 3), (2, 2), (2**19, 1), (1, 1))) == 9 * 3
+    div = counts((1,), (2,), (2**27,), (1,), (2**26,), (2**26,), (1,), True)
+    assert div.ravel().tolist() == [2**27, 2**27]
+    x1 = np.full((1, 1, 1), 3.0, np.float32)
+    for include in (False, True):
+        kw = dict(start_padding=2**26, end_padding=2**26, include_padding=include)
+        got = [dml.average_pooling(x1, 2**27, backend=b, **kw) for b in ("reference", "cpu")]
+        assert got[0].tobytes() == got[1].tobytes()
+    x = np.random.default_rng(0).standard_normal((1, 2, 400)).astype(np.float32)
+    got = [dml.average_pooling(x, 200, backend=b) for b in ("reference", "cpu")]
+    assert got[0].shape == (1, 2, 201) and got[0].tobytes() == got[1].tobytes()
+    got = [dml.max_pooling(x, 200, start_padding=150, end_padding=199, output_indices=True,
+                           backend=b) for b in ("reference", "cpu")]
+    assert got[0][0].tobytes() == got[1][0].tobytes()
+    assert np.array_equal(got[0][1], got[1][1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .window import counts, offset_slices, offsets
+from .window import counts, offset_slices, real_offsets
 
 
 def _accumulator(dtype):
@@ -22,7 +22,7 @@ def _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype):
     """Σ of the real elements of every window, in row-major window-offset order."""
     acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=acc_dtype)
     with np.errstate(invalid="ignore", over="ignore"):     # inf - inf is NaN, as it should be
-        for j in offsets(window):
+        for j in real_offsets(x.shape[2:], out_spatial, window, strides, start, dilations):
             sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
             if sl is not None:
                 acc[sl[0]] += x[sl[1]].astype(acc_dtype)
@@ -42,7 +42,8 @@ def average_pooling(x, y, window, strides, start, end, dilations, include_paddin
 
 
 def argmax(x, out_spatial, window, strides, start, dilations):
-    """(values, winning offset number, has-a-real-element) of every window.
+    """(values, winning offset number, has-a-real-element, the offsets numbered) of every
+    window.
 
     Offsets are visited in row-major order, i.e. ascending flat input index, and a candidate
     replaces the best only if strictly greater, or NaN when the best is not NaN: so ties keep
@@ -53,7 +54,8 @@ def argmax(x, out_spatial, window, strides, start, dilations):
     arg = np.zeros(shape, dtype=np.int64)
     has = np.zeros(shape, dtype=bool)
     is_float = x.dtype.kind == "f"
-    for number, j in enumerate(offsets(window)):
+    visited = real_offsets(x.shape[2:], out_spatial, window, strides, start, dilations)
+    for number, j in enumerate(visited):
         sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
         if sl is None:
             continue
@@ -65,16 +67,18 @@ def argmax(x, out_spatial, window, strides, start, dilations):
         np.copyto(b, cand, where=take)
         arg[sl[0]][take] = number
         h |= take
-    return best, arg, has
+    return best, arg, has, visited
 
 
-def flat_indices(in_sizes, arg, window, strides, start, dilations):
-    """Flat row-major index over the logical input sizes of each window's winning element."""
+def flat_indices(in_sizes, arg, visited, window, strides, start, dilations):
+    """Flat row-major index over the logical input sizes of each window's winning element
+    (``arg``: its number among the offsets ``visited``)."""
     n, c = arg.shape[:2]
     out_spatial = arg.shape[2:]
     flat = (np.arange(n)[:, None] * in_sizes[1] + np.arange(c)[None, :])
     flat = flat.reshape((n, c) + (1,) * len(window))
-    js = np.unravel_index(arg, window)
+    table = np.array(visited, dtype=np.int64).reshape(-1, len(window))
+    js = [table[:, i][arg] if len(table) else np.zeros_like(arg) for i in range(len(window))]
     for i, size in enumerate(in_sizes[2:]):
         o = np.arange(out_spatial[i]).reshape((1, 1) + tuple(
             out_spatial[i] if d == i else 1 for d in range(len(window))))
@@ -86,7 +90,7 @@ def flat_indices(in_sizes, arg, window, strides, start, dilations):
 def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     """Max of the real elements with its flat index (SPEC 3.4). A window without real elements
     gives -inf (floats) or the type's minimum, and ``empty_index``."""
-    best, arg, has = argmax(x, y.shape[2:], window, strides, start, dilations)
+    best, arg, has, visited = argmax(x, y.shape[2:], window, strides, start, dilations)
     if x.dtype.kind == "f":
         empty = -np.inf
     else:
@@ -94,7 +98,7 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     np.copyto(best, np.array(empty, dtype=x.dtype), where=~has)
     y[...] = best
     if indices is not None:
-        flat = flat_indices(x.shape, arg, window, strides, start, dilations)
+        flat = flat_indices(x.shape, arg, visited, window, strides, start, dilations)
         flat = np.where(has, flat, 0).astype(indices.dtype)
         np.copyto(flat, np.array(empty_index).astype(indices.dtype), where=~has)
         indices[...] = flat
@@ -110,12 +114,11 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     """
     acc_dtype = _accumulator(dx.dtype)
     out_spatial = dy.shape[2:]
-    _, arg, has = argmax(x, out_spatial, window, strides, start, dilations)
+    _, arg, has, visited = argmax(x, out_spatial, window, strides, start, dilations)
     g = dy.astype(acc_dtype)
     acc = np.zeros(x.shape, dtype=acc_dtype)
-    all_offsets = list(offsets(window))
-    for number in range(len(all_offsets) - 1, -1, -1):
-        sl = offset_slices(all_offsets[number], x.shape[2:], out_spatial, strides, start,
+    for number in range(len(visited) - 1, -1, -1):
+        sl = offset_slices(visited[number], x.shape[2:], out_spatial, strides, start,
                            dilations)
         if sl is None:
             continue
@@ -135,7 +138,7 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
     out_spatial = y.shape[2:]
     acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=np.int64)
     xs = x.astype(np.int64) - zp_in
-    for j in offsets(window):
+    for j in real_offsets(x.shape[2:], out_spatial, window, strides, start, dilations):
         sl = offset_slices(j, x.shape[2:], out_spatial, strides, start, dilations)
         if sl is not None:
             acc[sl[0]] += xs[sl[1]]
@@ -164,9 +167,9 @@ def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         g = dy.astype(acc_dtype) / np.where(div > 0, div, 1).astype(acc_dtype)
     acc = np.zeros(dx.shape, dtype=acc_dtype)
-    all_offsets = list(offsets(window))
+    visited = real_offsets(dx.shape[2:], out_spatial, window, strides, start, dilations)
     with np.errstate(invalid="ignore", over="ignore"):
-        for j in reversed(all_offsets):
+        for j in reversed(visited):
             sl = offset_slices(j, dx.shape[2:], out_spatial, strides, start, dilations)
             if sl is not None:
                 acc[sl[1]] += g[sl[0]]
@@ -180,7 +183,9 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
     with np.errstate(invalid="ignore"):         # a signalling NaN stays a NaN
         ax = np.abs(x.astype(np.float64))
     slices = [sl for sl in (offset_slices(j, x.shape[2:], out_spatial, strides, start,
-                                          dilations) for j in offsets(window))
+                                          dilations)
+                            for j in real_offsets(x.shape[2:], out_spatial, window, strides,
+                                                  start, dilations))
               if sl is not None]
     m = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=np.float64)
     for out_sl, in_sl in slices:

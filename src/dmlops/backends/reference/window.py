@@ -4,14 +4,41 @@ positions see a real element, as basic slices (no gathers, no sentinels)."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 
-def offsets(window):
-    """Window offsets in row-major order: for a fixed output position this is also ascending
-    flat input index, which is what makes "first wins" the lowest-index tie rule."""
-    return itertools.product(*(range(w) for w in window))
+def real_offsets(in_spatial, out_spatial, window, strides, start, dilations) -> list:
+    """The window offsets that read a real element for at least one output, in row-major
+    order (for a fixed output position also ascending flat input index, which is what makes
+    "first wins" the lowest-index tie rule). The others add nothing and are skipped: so the
+    work follows the data, not the window's size (a 1-element input under a window of 2^27
+    offsets has one such offset)."""
+    per_dim = [_dim_offsets(*a) for a in zip(in_spatial, out_spatial, window, strides, start,
+                                              dilations)]
+    return list(itertools.product(*per_dim))
+
+
+def _dim_offsets(size, out_size, window, stride, start, dilation) -> list:
+    """Offsets j of one dimension for which some output o has a real element
+    ``0 <= o*stride + j*dilation - start < size``: the union over o of a run of j, at most
+    ``out_size * ceil(size / dilation)`` of them."""
+    runs = []
+    for o in range(out_size):
+        base = o * stride - start
+        lo = max(0, -(base // dilation))                       # ceil(-base / dilation)
+        hi = min(window, -(-(size - base) // dilation))        # ceil((size - base) / dilation)
+        if lo < hi:
+            runs.append((lo, hi))
+    runs.sort()
+    out, end = [], 0
+    for lo, hi in runs:
+        lo = max(lo, end)
+        if lo < hi:
+            out.extend(range(lo, hi))
+            end = hi
+    return out
 
 
 def dim_slices(j, size, out_size, stride, start, dilation):
@@ -40,16 +67,22 @@ def offset_slices(j, in_spatial, out_spatial, strides, start, dilations):
 
 def counts(in_spatial, out_spatial, window, strides, start, end, dilations, include_padding):
     """The divisor of every output position, shape ``(1, 1, O1, ..., Ok)``: the number of real
-    positions, or with ``include_padding`` of real and padding (never phantom) positions."""
-    total = np.ones((1, 1) + (1,) * len(window), dtype=np.int64)
+    positions, or with ``include_padding`` of real and padding (never phantom) positions.
+    Counted per dimension from the window's bounds (never one entry per window position), as
+    Python integers where their product could pass 2^63."""
+    dt = np.int64 if math.prod(window) * max(strides) < 2**62 else object
+    per_dim = []
     for i, (size, osz) in enumerate(zip(in_spatial, out_spatial)):
-        o = np.arange(osz)[:, None]
-        q = o * strides[i] + np.arange(window[i])[None, :] * dilations[i]
-        if include_padding:
-            ok = q < size + start[i] + end[i]
-        else:
-            ok = (q >= start[i]) & (q < size + start[i])
+        # the positions o*stride + j*dilation (j < window) within [lo, hi) of the padded axis
+        lo, hi = (0, size + start[i] + end[i]) if include_padding else (start[i],
+                                                                         size + start[i])
+        base = np.arange(osz, dtype=dt) * strides[i]
+        first = np.maximum(0, -((base - lo) // dilations[i]))
+        stop = np.minimum(window[i], -((base - hi) // dilations[i]))
+        per_dim.append(np.maximum(stop - first, 0))
+    total = np.ones((1, 1) + (1,) * len(window), dtype=dt)
+    for i, c in enumerate(per_dim):
         shape = [1] * total.ndim
-        shape[2 + i] = osz
-        total = total * ok.sum(axis=1).reshape(shape)
+        shape[2 + i] = len(c)
+        total = total * c.reshape(shape)
     return total
