@@ -397,6 +397,8 @@ def test_values_onnx_types_as_integers_or_text_are_checked_not_converted():
         (helper.make_node("Pad", ["x", "p"], ["y"], mode=b"\xff"), [x, pads8],
          "attribute mode = b'.xff' is not UTF-8"),
         (typeless, [x], "attribute strides has no type"),
+        (helper.make_node("Pad", ["x", "p"], ["y"], mode=[1, 2]), [x, pads8],
+         r"attribute mode = \[1, 2\] must be a string"),
         (helper.make_node("Constant", [], ["p"], value=short), [],
          "attribute value: the tensor cannot be read"),
     ]

@@ -312,6 +312,9 @@ _PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflection", "
 def _pad(label, attrs, inputs, n_out, backend):
     data = _input(inputs, 0, label, "data")
     mode = attrs.get("mode", "constant")
+    if not isinstance(mode, str):
+        raise InvalidArgumentError(f"{label}: attribute mode = {mode!r} must be a string "
+                                   f"(one of {', '.join(_PAD_MODES)})")
     if mode not in _PAD_MODES:
         raise UnsupportedError(f"{label}: attribute mode = {mode!r} is not one of "
                                f"{', '.join(_PAD_MODES)}")

@@ -1,0 +1,106 @@
+"""Fuzzing the functions' arguments (issue 28): whatever a caller passes, a call returns or
+raises dmlops's InvalidArgumentError or UnsupportedError, never another exception, and its
+cost stays bounded (the machine's memory is taken to be 64 MiB here, so that an output a
+parameter's value makes huge is refused rather than allocated)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dmlops as dml
+from dmlops import tensor
+
+# Values a caller might pass anywhere: extremes, wrong kinds, near misses.
+_ODD = [0, 1, 2, 3, -1, 2**31, 2**32 - 1, 2**32, 2**63, -2**63, 2**70, 1.5, float("nan"),
+        float("inf"), True, None, "2", b"\xff", "", [], [1], [2, 2], [1, 2, 3, 4], (2, 0),
+        [[1, 2], [3]], np.array([1, 2]), np.array(2.0), np.float32(2), np.int64(-3),
+        np.array(["a"]), {"a": 1}, object()]
+_ODD_SMALL = [v for v in _ODD if not (isinstance(v, int) and abs(v) > 2**20)]
+
+
+def _inputs():
+    """Mostly inputs the functions take (so that the parameters are what is tried), some
+    not."""
+    shapes = st.sampled_from([(1, 1, 4, 4), (2, 3, 5), (1, 1, 1), (1, 2, 3, 4, 2), (1, 1, 7),
+                              (0, 2, 4), (1, 1, 4, 0), (4, 4)])
+    good = st.sampled_from([np.float32, np.float16, np.float64, np.int8, np.uint8, np.int32])
+    bad = st.sampled_from([np.int64, np.uint64, np.bool_, np.complex64])
+    arrays = st.builds(lambda s, d: np.arange(np.prod(s)).reshape(s).astype(d), shapes,
+                       st.one_of(good, good, good, bad))
+    return st.one_of(arrays, arrays, arrays, arrays, st.sampled_from(_ODD_SMALL))
+
+
+def _calls():
+    odd = st.sampled_from(_ODD)
+    small = st.sampled_from([1, 2, 3, (2, 2), (1, 2), 0, (0, 1), 2**16])
+    value = st.one_of(small, small, odd)
+    kw = st.fixed_dictionaries({}, optional={
+        "strides": value, "start_padding": value, "end_padding": value, "dilations": value,
+        "output_sizes": value})
+    return st.one_of(
+        st.tuples(st.just("average_pooling"), _inputs(), value,
+                  kw.map(lambda k: {**k, "include_padding": True})),
+        st.tuples(st.just("max_pooling"), _inputs(), value,
+                  st.builds(lambda k, o: {**k, "output_indices": o}, kw,
+                            st.sampled_from([True, False, 1, np.array([1, 2]), "yes"]))),
+        st.tuples(st.just("lp_pooling"), _inputs(), value,
+                  st.builds(lambda k, p: {**k, "p": p}, kw, value)),
+        st.tuples(st.just("padding"), _inputs(), value,
+                  st.builds(lambda e, m, v: {"end_padding": e, "mode": m, "value": v}, value,
+                            st.sampled_from(["constant", "edge", "reflection", "symmetric",
+                                             "wrap", "bogus", b"\xff", 3]), value)),
+    )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(call=_calls())
+def test_only_dmlops_errors_escape_the_functions(call, monkeypatch):
+    monkeypatch.setattr(tensor, "memory_bytes", lambda: 64 << 20)
+    name, x, first, kw = call
+    fn = getattr(dml, name)
+    try:
+        fn(x, first, **kw, backend="cpu")
+    except (dml.InvalidArgumentError, dml.UnsupportedError):
+        pass
+    except Exception as e:          # noqa: BLE001  (what the test is looking for)
+        pytest.fail(f"{name}({x!r:.60}, {first!r:.40}, {kw!r:.200}) raised "
+                    f"{type(e).__name__}: {e}")
+
+
+def _node_calls():
+    ints = st.lists(st.sampled_from([0, 1, 2, 3, -1, 2**31, 2**40]), max_size=5)
+    attr = st.one_of(ints, st.sampled_from([0, 1, 2, -1, 2.5, "", "SAME_UPPER", "VALID",
+                                            "NOTSET", "bogus", b"\xff", "reflect", "edge"]))
+    names = st.sampled_from(["kernel_shape", "strides", "pads", "dilations", "auto_pad",
+                             "ceil_mode", "count_include_pad", "storage_order", "p", "mode"])
+    attrs = st.dictionaries(names, attr, max_size=5)
+    ops = st.sampled_from(["MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "Pad",
+                           "MaxUnpool"])
+    second = st.sampled_from([None, np.array([0, 0, 1, 1, 0, 0, 1, 1]), np.array([1, 2.5]),
+                              np.zeros((1, 1, 2, 2), np.int64), np.array([2**40] * 8), "x"])
+    return st.tuples(ops, attrs, _inputs(), second)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(call=_node_calls())
+def test_only_dmlops_errors_escape_onnx_nodes(call, monkeypatch):
+    helper = pytest.importorskip("onnx").helper
+    dox = pytest.importorskip("dmlops.onnx")
+    monkeypatch.setattr(tensor, "memory_bytes", lambda: 64 << 20)
+    op, attrs, x, second = call
+    inputs = ["x"] if second is None else ["x", "s"]
+    try:
+        node = helper.make_node(op, inputs, ["y"], **attrs)
+    except (ValueError, TypeError):
+        return                      # (onnx itself refuses to build such a node)
+    values = [x] if second is None else [x, second]
+    try:
+        dox.run_node(node, values, backend="cpu")
+    except (dml.InvalidArgumentError, dml.UnsupportedError):
+        pass
+    except Exception as e:          # noqa: BLE001
+        pytest.fail(f"{op} {attrs!r:.200} on {x!r:.60}, {second!r:.40} raised "
+                    f"{type(e).__name__}: {e}")
