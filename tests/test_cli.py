@@ -895,3 +895,26 @@ def test_print_of_a_name_the_output_cannot_encode(tmp_path):
     parse_model(m).run(out)
     out.flush()
     assert "v\\udc80\\xe9: 4, 4, 6, 7" in raw.getvalue().decode("ascii")
+
+
+def test_resources_beyond_memory_are_refused(capsys, tmp_path, monkeypatch):
+    """A resource's size comes from the model's numbers (valueCount, sizeInBytes): past the
+    machine's memory it is a located error, exit 2, not a process the system kills as the
+    buffer fills (issue 28). The memory is taken to be 1 MiB here."""
+    from dmlops import tensor
+    monkeypatch.setattr(tensor, "memory_bytes", lambda: 1 << 20)
+    for init, where, what in [
+            ({"initialValuesDataType": "FLOAT32",
+              "initialValues": {"valueCount": 2**20, "value": 0}},
+             "resources.input.initialValues.valueCount", "1048576 values needs 4194304 bytes"),
+            ({"initialValuesDataType": "FLOAT32",
+              "initialValues": {"valueCount": 2**18, "valueStart": 0, "valueDelta": 1}},
+             "resources.input.initialValues.valueCount", "262144 values needs 2097152 bytes"),
+            ({"initialValuesDataType": "FLOAT32", "initialValues": [1, 2, 3, 2, 4, 2, 5, 6, 7],
+              "sizeInBytes": 2**21}, "resources.input", "the resource needs 2097152 bytes")]:
+        m = example("max_pooling2_indices.json")
+        m["resources"]["input"] = init
+        rc, out, err = run_model_text(capsys, tmp_path, m)
+        assert rc == 2 and out == "" and "Traceback" not in err
+        assert err.startswith(f"dmlops run: error: {where}: {what}"), err
+        assert "more than this machine's 0.0 GiB of memory" in err

@@ -5,6 +5,11 @@ parameter's value makes huge is refused rather than allocated)."""
 
 from __future__ import annotations
 
+import copy
+import io
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -103,4 +108,58 @@ def test_only_dmlops_errors_escape_onnx_nodes(call, monkeypatch):
         pass
     except Exception as e:          # noqa: BLE001
         pytest.fail(f"{op} {attrs!r:.200} on {x!r:.60}, {second!r:.40} raised "
+                    f"{type(e).__name__}: {e}")
+
+
+_EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.json"))
+_LEAF = [0, -1, 1, 2**32, 2**64, 1.5, float("nan"), "", "x", "FLOAT16", "UINT64", "nan", None,
+         True, [], [0], [1, 2, 3], {}, {"valueCount": 2**40, "value": 0},
+         {"sourcePath": "missing.npy"}, "DML_OPERATOR_PADDING", "o\ud800.npy", "a" * 300]
+
+
+def _paths(node, at=()):
+    """Every place in a decoded JSON document: (path, value)."""
+    yield at, node
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, at + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, at + (i,))
+
+
+def _mutated(model, picks):
+    """``model`` with some places replaced by odd values or removed."""
+    for n, leaf, remove in picks:
+        places = [p for p, _ in _paths(model) if p]
+        path = places[n % len(places)]
+        parent = model
+        for k in path[:-1]:
+            parent = parent[k]
+        if remove and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = copy.deepcopy(leaf)
+    return model
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(which=st.integers(0, len(_EXAMPLES) - 1),
+       picks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_LEAF), st.booleans()),
+                      min_size=1, max_size=3))
+def test_only_model_errors_escape_dxdispatch_models(which, picks, tmp_path_factory,
+                                                    monkeypatch):
+    """Fuzzed DxDispatch models (the examples with places replaced or removed) run or fail
+    with a located ModelError, never another exception, and a failed model writes nothing."""
+    from dmlops.dxdispatch import ModelError, parse_model
+    monkeypatch.setattr(tensor, "memory_bytes", lambda: 64 << 20)
+    folder = tmp_path_factory.mktemp("model")
+    monkeypatch.chdir(folder)
+    model = _mutated(json.loads(_EXAMPLES[which].read_text()), picks)
+    try:
+        parse_model(model, _EXAMPLES[which].parent).run(io.StringIO())
+    except ModelError:
+        assert list(folder.iterdir()) == []
+    except Exception as e:          # noqa: BLE001
+        pytest.fail(f"{_EXAMPLES[which].name} with {picks!r:.300} raised "
                     f"{type(e).__name__}: {e}")

@@ -56,6 +56,7 @@ import numpy as np
 
 from .dtypes import DataType, FLOAT_TYPES, data_type, feature_level as _feature_level
 from .dtypes import padding_mode
+from . import tensor as tensor_module
 from .errors import DmlError
 
 __all__ = ["ModelError", "Model", "load_model", "run_model"]
@@ -432,7 +433,17 @@ def _parse_resource(name: str, value, base_dir: Path, path: str) -> Resource:
     return Resource(name, dt, data, values.size)
 
 
+def _affordable(nbytes: int, path: str, what: str) -> None:
+    """A model's buffer within the machine's memory, else a ModelError naming the size: the
+    system would promise it and kill the process as it fills."""
+    memory = tensor_module.memory_bytes()
+    if memory and nbytes > memory:
+        raise ModelError(path, f"{what} needs {nbytes} bytes ({nbytes / 2**30:.1f} GiB), more "
+                               f"than this machine's {memory / 2**30:.1f} GiB of memory")
+
+
 def _alloc(nbytes: int, path: str) -> np.ndarray:
+    _affordable(nbytes, path, "the resource")
     try:
         return np.zeros(nbytes, dtype=np.uint8)
     except (MemoryError, ValueError):
@@ -440,6 +451,7 @@ def _alloc(nbytes: int, path: str) -> np.ndarray:
 
 
 def _full(count: int, value, path: str) -> np.ndarray:
+    _affordable(count * value.dtype.itemsize, _key(path, "valueCount"), f"{count} values")
     try:
         return np.full(count, value, dtype=value.dtype)
     except (MemoryError, ValueError):
@@ -448,6 +460,7 @@ def _full(count: int, value, path: str) -> np.ndarray:
 
 def _sequence(init: dict, count: int, dt: DataType, path: str) -> np.ndarray:
     allow_special = dt in FLOAT_TYPES
+    _affordable(count * 8, _key(path, "valueCount"), f"{count} values")
     start = _number(init["valueStart"], _key(path, "valueStart"), allow_special)
     delta = _number(init["valueDelta"], _key(path, "valueDelta"), allow_special)
     if dt in FLOAT_TYPES:
