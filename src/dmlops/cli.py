@@ -68,28 +68,21 @@ def _level_text(text: str):
 
 
 def _run(args, out, err) -> int:
-    from .dxdispatch import ModelError, load_model
+    from .dxdispatch import ModelError, load_model, write_text
     try:
         model = load_model(args.model, feature_level=args.feature_level,
                            backend=args.backend)
         model.run(out)
     except ModelError as e:
         out.flush()
-        _write_error(err, f"dmlops run: error: {e}\n")
+        write_text(err, f"dmlops run: error: {e}\n")
         return 2
     except (OSError, UnicodeError, MemoryError) as e:
         # (what the checks before running cannot foresee: the system's own refusals)
         out.flush()
-        _write_error(err, f"dmlops run: error: {args.model}: {type(e).__name__}: {e}\n")
+        write_text(err, f"dmlops run: error: {args.model}: {type(e).__name__}: {e}\n")
         return 2
     return 0
-
-
-def _write_error(err, text: str) -> None:
-    try:
-        err.write(text)
-    except UnicodeEncodeError:
-        err.write(text.encode("ascii", "backslashreplace").decode("ascii"))
 
 
 def _cpu_level() -> str:

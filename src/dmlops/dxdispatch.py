@@ -436,10 +436,9 @@ def _parse_resource(name: str, value, base_dir: Path, path: str) -> Resource:
 def _affordable(nbytes: int, path: str, what: str) -> None:
     """A model's buffer within the machine's memory, else a ModelError naming the size: the
     system would promise it and kill the process as it fills."""
-    memory = tensor_module.memory_bytes()
-    if memory and nbytes > memory:
-        raise ModelError(path, f"{what} needs {nbytes} bytes ({nbytes / 2**30:.1f} GiB), more "
-                               f"than this machine's {memory / 2**30:.1f} GiB of memory")
+    too_big = tensor_module.beyond_memory(nbytes)
+    if too_big:
+        raise ModelError(path, f"{what} needs {too_big}")
 
 
 def _alloc(nbytes: int, path: str) -> np.ndarray:
@@ -460,6 +459,7 @@ def _full(count: int, value, path: str) -> np.ndarray:
 
 def _sequence(init: dict, count: int, dt: DataType, path: str) -> np.ndarray:
     allow_special = dt in FLOAT_TYPES
+    # (the sequence is made in 8-byte lanes, float64 or int64, then narrowed)
     _affordable(count * 8, _key(path, "valueCount"), f"{count} values")
     start = _number(init["valueStart"], _key(path, "valueStart"), allow_special)
     delta = _number(init["valueDelta"], _key(path, "valueDelta"), allow_special)
@@ -1160,11 +1160,11 @@ class Model:
                 cmd.run(state, pending)
         written = _write_files(pending)
         # (held back until every command succeeded: a model that fails writes nothing)
-        _write_text(out, printed.getvalue())
+        write_text(out, printed.getvalue())
         return written
 
 
-def _write_text(out, text: str) -> None:
+def write_text(out, text: str) -> None:
     """``text`` to ``out``, characters its encoding lacks (a resource named with a lone
     surrogate, say) written as escapes rather than failing the model."""
     try:

@@ -103,14 +103,13 @@ def _kernels(call: _Call, backend):
     return reraise(call.names, resolve_backend, backend)[1]
 
 
-def _run(outputs, run, names=None):
+def _run(outputs, run, names: Names):
     if 0 in outputs[0].shape:
         return
     try:
         with_native_outputs(outputs, run)
     except MemoryError as e:        # (a kernel's scratch, proportional to an output's row)
-        what = names.op if names is not None else "dmlops"
-        raise InvalidArgumentError(f"{what}: out of memory running the kernel for outputs of "
+        raise InvalidArgumentError(f"{names.op}: out of memory running the kernel for outputs of "
                                    f"shapes {[list(o.shape) for o in outputs]}: "
                                    f"{e or 'std::bad_alloc'}") from None
 

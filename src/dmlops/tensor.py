@@ -276,39 +276,44 @@ def memory_bytes() -> int:
         return 0
 
 
+def beyond_memory(nbytes: int) -> str:
+    """What to say of the size of a buffer of ``nbytes`` larger than the machine's memory (which the
+    system might promise and then kill the process for as it fills), or "" where it fits or
+    the memory is unknown."""
+    memory = memory_bytes()
+    if not memory or nbytes <= memory:
+        return ""
+    return (f"{nbytes} bytes ({nbytes / 2**30:.1f} GiB), more than this machine's "
+            f"{memory / 2**30:.1f} GiB of memory")
+
+
 def new_array(shape, dtype, names: Names, field: str) -> np.ndarray:
     """A new output array, or an InvalidArgumentError naming its size where it cannot be
-    had: more bytes than the machine's memory (which the system might promise and then kill
-    the process for), or than NumPy or the allocator give.
+    had: more bytes than the machine's memory (``beyond_memory``), or than NumPy or the
+    allocator give.
 
     >>> new_array((2, 3), np.float32, Names("example"), "output").shape
     (2, 3)
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    memory = memory_bytes()
-
-    def what():     # (only on failure: a small call's time is mostly such work)
-        return f"{names(field)} of shape {list(shape)} ({dtype}) needs {nbytes} bytes"
-
-    if memory and nbytes > memory:
-        raise names.invalid(f"{what()} ({nbytes / 2**30:.1f} GiB), more than this machine's "
-                            f"{memory / 2**30:.1f} GiB of memory")
+    # (messages made only on failure: a small call's time is mostly such work)
+    too_big = beyond_memory(nbytes)
+    if too_big:
+        raise names.invalid(f"{names(field)} of shape {list(shape)} ({dtype}) needs {too_big}")
     try:
         return np.empty(shape, dtype=dtype)
     except (MemoryError, ValueError) as e:
-        raise names.invalid(f"{what()}, which cannot be allocated: {e}") from None
+        raise names.invalid(f"{names(field)} of shape {list(shape)} ({dtype}) needs {nbytes} "
+                            f"bytes, which cannot be allocated: {e}") from None
 
 
 def check_fits_memory(arrays, names: Names) -> None:
     """Several new arrays ``(field, shape, dtype)`` together within the machine's memory."""
-    memory = memory_bytes()
-    if not memory:
-        return
     total = 0
     for _, shape, dt in arrays:
         total += math.prod(shape) * np.dtype(dt).itemsize
-    if total > memory:
+    too_big = beyond_memory(total)
+    if too_big:
         fields = ", ".join(names(f) for f, _, _ in arrays)
-        raise names.invalid(f"{fields} together need {total} bytes ({total / 2**30:.1f} GiB), "
-                            f"more than this machine's {memory / 2**30:.1f} GiB of memory")
+        raise names.invalid(f"{fields} together need {too_big}")

@@ -1,7 +1,7 @@
-// Software prefetch of a range of memory, a piece at a time: a pass that works on data
-// already in cache (a kernel's second pass over its scratch) asks for the next task's input
-// meanwhile, so that input arrives while the cores compute instead of stalling the next
-// task's first loads.
+// Software prefetch: of a range of memory a piece at a time (a pass that works on data
+// already in cache, a kernel's second pass over its scratch, asks for the next task's input
+// meanwhile), or of a span some way ahead of what a loop reads now (prefetch_span), so that
+// input arrives while the cores compute instead of stalling the loads that need it.
 #pragma once
 #include <cstdint>
 

@@ -69,8 +69,8 @@ def counts(in_spatial, out_spatial, window, strides, start, end, dilations, incl
     """The divisor of every output position, shape ``(1, 1, O1, ..., Ok)``: the number of real
     positions, or with ``include_padding`` of real and padding (never phantom) positions.
     Counted per dimension from the window's bounds (never one entry per window position), as
-    Python integers where their product could pass 2^63."""
-    dt = np.int64 if math.prod(window) * max(strides) < 2**62 else object
+    Python integers where their product (at most the window's volume) could pass 2^63-1."""
+    dt = np.int64 if math.prod(window) < 2**63 else object
     per_dim = []
     for i, (size, osz) in enumerate(zip(in_spatial, out_spatial)):
         # the positions o*stride + j*dilation (j < window) within [lo, hi) of the padded axis
