@@ -88,7 +88,9 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
 // window rows' elements at coordinate 0 at xrows[0 .. rows). The last vector ends at vb,
 // overlapping the one before where vb - va is no multiple of L (those outputs are summed
 // twice, to the same bits).
-template <class T, class A, int kLanes, int kStep>
+// kW: the window's width along the row, its dilation 1, where known when compiled (0: read
+// from dl), see sum_pool_registers_step.
+template <class T, class A, int kLanes, int kStep, int kW>
 void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
                            int64_t vb, A* sums, int64_t first) {
   using Lanes = SumLanes<T, A, kLanes>;
@@ -96,7 +98,8 @@ void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, i
   using VA = typename Lanes::VA;
   constexpr int L = Lanes::L;
   const Raw* const* x = reinterpret_cast<const Raw* const*>(xrows);
-  const int64_t s = dl.stride, w = dl.window, d = dl.dilation, in = dl.in;
+  const int64_t s = kStep, w = kW != 0 ? kW : dl.window, d = kW != 0 ? 1 : dl.dilation;
+  const int64_t in = dl.in;
   auto load = [&](const Raw* row, int64_t at) {
     return Lanes::widen_lanes(load_row<Raw, L, kStep>(row, at, in));
   };
@@ -150,6 +153,25 @@ void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, i
   }
 }
 
+// sum_pool_registers_by with the window's width along the row a constant where it is a
+// common one (the widest registers only, for the build's size): 3, 2 at stride 2, 1 at
+// stride 1 (channels-last data recast). The offsets' loop then unrolls and the row's
+// addresses stay in general registers instead of spilling to vector ones: 9b 0.82-0.86x
+// the time, 2a and 2b 0.90x, 10a and 10b 0.95x.
+template <class T, class A, int L, int kStep>
+void sum_pool_registers_step(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
+                             int64_t vb, A* sums, int64_t first) {
+  if constexpr (L == SumLanes<T, A>::L) {
+    if (dl.window == 3 && dl.dilation == 1)
+      return sum_pool_registers_by<T, A, L, kStep, 3>(dl, xrows, rows, va, vb, sums, first);
+    if (kStep == 2 && dl.window == 2 && dl.dilation == 1)
+      return sum_pool_registers_by<T, A, L, kStep, 2>(dl, xrows, rows, va, vb, sums, first);
+    if (kStep == 1 && dl.window == 1)
+      return sum_pool_registers_by<T, A, L, kStep, 1>(dl, xrows, rows, va, vb, sums, first);
+  }
+  sum_pool_registers_by<T, A, L, kStep, 0>(dl, xrows, rows, va, vb, sums, first);
+}
+
 // The interior outputs [va, vb) of one row by the widest registers that at least one
 // vector of them fills (for float sums, registers of half and a quarter the lanes where the
 // row is short: a 28-wide row's 13 interior outputs went one at a time with AVX-512's 16
@@ -159,9 +181,9 @@ bool sum_pool_registers(const Dim& dl, const T* const* xrows, int64_t rows, int6
                         int64_t vb, A* sums, int64_t first) {
   if (vb - va >= L) {
     if (dl.stride == 1)
-      sum_pool_registers_by<T, A, L, 1>(dl, xrows, rows, va, vb, sums, first);
+      sum_pool_registers_step<T, A, L, 1>(dl, xrows, rows, va, vb, sums, first);
     else
-      sum_pool_registers_by<T, A, L, 2>(dl, xrows, rows, va, vb, sums, first);
+      sum_pool_registers_step<T, A, L, 2>(dl, xrows, rows, va, vb, sums, first);
     return true;
   }
   if constexpr (SumLanes<T, A, L / 2>::kNarrowFits)
