@@ -8,6 +8,7 @@ strided views into a bigger buffer whose other elements must stay untouched; at 
 level this machine runs, with the fast path and the plain kernel.
 """
 
+import functools
 import importlib
 
 import numpy as np
@@ -173,3 +174,37 @@ def test_empty():
     y = np.zeros((2, 3), np.int8)
     cpu.padding(np.empty((0, 3), np.int8), y, (1, 0), CONSTANT, np.asarray(5, np.int8))
     assert (y == 5).all()
+
+
+
+@functools.lru_cache(maxsize=None)
+def _large_case(mode, dtype):
+    """An input, its start pads and the reference's output of more than 8 MiB, rows of odd
+    lengths past 512 bytes (most start off a cache line); the pads along H wider than the
+    input, so that rows repeat one written before, and CONSTANT's rows are the value."""
+    item = np.dtype(dtype).itemsize
+    w = 9 * 1024 // item + 3
+    h = (9 << 20) // (w * item * 2) // 3
+    x = random_bits(mode + 7, (2, 1, h, w - 20), dtype)[..., ::-1]
+    start, end = (0, 1, h + 1, 11), (0, 0, h - 1, 9)
+    out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
+    assert np.prod(out) * item > 8 << 20
+    want = np.empty(out, dtype)
+    ref.padding(x, want, start, mode, np.asarray(3, dtype))
+    return x, start, want
+
+
+@pytest.mark.parametrize("mode", range(5))
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_outputs_larger_than_the_caches(mode, dtype):
+    """An output much larger than the caches has its rows made in scratch and streamed to
+    memory: the reference's bits, with one thread and two."""
+    x, start, want = _large_case(mode, dtype)
+    try:
+        for n in (1, 2):
+            dml.set_num_threads(n)
+            y = np.empty(want.shape, dtype)
+            cpu.padding(x, y, start, mode, np.asarray(3, dtype))
+            assert np.array_equal(O.bits(y), O.bits(want)), n
+    finally:
+        dml.set_num_threads(None)

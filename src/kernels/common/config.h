@@ -75,6 +75,10 @@ namespace dmlops {
 // The fewest output bytes worth streaming stores (common/stream.h): an output this large
 // leaves the caches before anyone reads it anyway.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
+// Rows shorter than this are not streamed a row at a time (their partial lines at both ends
+// would be most of them); rows longer than kStagedRowElements are not staged.
+constexpr int64_t kStreamRowBytes = 512;
+constexpr int64_t kStagedRowElements = int64_t(1) << 16;
 
 }  // namespace dmlops
 
