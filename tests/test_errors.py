@@ -7,6 +7,7 @@ every caller-owned array untouched". SPEC 7 classifies: "every data-type or rank
 shape value or numeric value problem is an InvalidArgumentError".
 """
 
+import os
 import re
 
 import numpy as np
@@ -1294,3 +1295,61 @@ def test_reference_cost_follows_the_data_not_the_window():
                            backend=b) for b in ("reference", "cpu")]
     assert got[0][0].tobytes() == got[1][0].tobytes()
     assert np.array_equal(got[0][1], got[1][1])
+
+
+# Each line one call of issue 28's "cost grows with the data" cases (they took 3.4-4.2 GB, a
+# MemoryError or did not finish): in a child whose address space is limited, each must give a
+# result or dmlops's error, and the child must finish in time.
+_BOUNDED_CHILD = r"""
+import sys
+import numpy as np
+import dmlops as dml
+x = np.ones((1, 1, 40000), np.float32)
+x1 = np.full((1, 1, 1), 3.0, np.float32)
+x3 = np.ones((1, 1, 1, 1, 1), np.float32)
+q = np.arange(16, dtype=np.uint8).reshape(1, 1, 4, 4)
+near = dict(start_padding=2**32 - 2, end_padding=2**32 - 2)
+calls = {
+    "average 20000 over 40000": lambda b: dml.average_pooling(x, 20000, backend=b),
+    "max 20000 over 40000": lambda b: dml.max_pooling(x, 20000, output_indices=True, backend=b),
+    "quantized stride 2^24": lambda b: dml.quantized_linear_average_pooling(
+        q, 0.5, 3, 0.25, 1, 2, strides=2**24, start_padding=2**24, end_padding=2**24,
+        backend=b),
+    "window 2^27 over one element": lambda b: dml.average_pooling(
+        x1, 2**27, start_padding=2**26, end_padding=2**26, include_padding=True, backend=b),
+    "average padding 2^32 - 2": lambda b: dml.average_pooling(x1, 2**32 - 1, backend=b, **near),
+    "max padding 2^32 - 2": lambda b: dml.max_pooling(x1, 2**32 - 1, output_indices=True,
+                                                      backend=b, **near),
+    "lp padding 2^32 - 2": lambda b: dml.lp_pooling(x1, 2**32 - 1, backend=b, **near),
+    "gradient of one element, window 2047 in 3-D": lambda b: dml.average_pooling_grad(
+        np.ones((1, 1, 1, 1, 1), np.float32), 2047, input_sizes=x3.shape, start_padding=1023,
+        end_padding=1023, backend=b),
+}
+for name, call in calls.items():
+    for b in ("reference", "cpu"):
+        try:
+            call(b)
+        except dml.DmlError:
+            pass
+        print(name, b, "ok", flush=True)
+"""
+
+
+def test_cost_is_bounded_in_a_child_with_little_memory(tmp_path):
+    """Issue 28's cases whose cost a parameter's value drove, in a child limited to 1 GiB of
+    address space (about 100 MB after import): every call returns or raises dmlops's error,
+    within the time limit."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    script = tmp_path / "child.py"
+    script.write_text(_BOUNDED_CHILD)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, preexec_fn=limit,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count(" ok") == 16, done.stdout

@@ -1,13 +1,20 @@
 """Fuzzing the functions' arguments (issue 28): whatever a caller passes, a call returns or
 raises dmlops's InvalidArgumentError or UnsupportedError, never another exception, and its
 cost stays bounded (the machine's memory is taken to be 64 MiB here, so that an output a
-parameter's value makes huge is refused rather than allocated)."""
+parameter's value makes huge is refused rather than allocated).
+
+CI draws a bounded number of examples, the same on every run (1,000 in all); a deep run draws
+``DMLOPS_FUZZ_SCALE`` times as many, at random::
+
+    DMLOPS_FUZZ_SCALE=50 HYPOTHESIS_PROFILE=explore python -m pytest tests/test_fuzz_arguments.py
+"""
 
 from __future__ import annotations
 
 import copy
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +24,9 @@ from hypothesis import strategies as st
 
 import dmlops as dml
 from dmlops import tensor
+
+# how many times CI's number of examples a run draws (a deep run: see above)
+_SCALE = int(os.environ.get("DMLOPS_FUZZ_SCALE", "1"))
 
 # Values a caller might pass anywhere: extremes, wrong kinds, near misses.
 _ODD = [0, 1, 2, 3, -1, 2**31, 2**32 - 1, 2**32, 2**63, -2**63, 2**70, 1.5, float("nan"),
@@ -60,7 +70,7 @@ def _calls():
     )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=400 * _SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(call=_calls())
 def test_only_dmlops_errors_escape_the_functions(call, monkeypatch):
     monkeypatch.setattr(tensor, "memory_bytes", lambda: 64 << 20)
@@ -89,7 +99,7 @@ def _node_calls():
     return st.tuples(ops, attrs, _inputs(), second)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300 * _SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(call=_node_calls())
 def test_only_dmlops_errors_escape_onnx_nodes(call, monkeypatch):
     helper = pytest.importorskip("onnx").helper
@@ -143,7 +153,7 @@ def _mutated(model, picks):
     return model
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300 * _SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(which=st.integers(0, len(_EXAMPLES) - 1),
        picks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_LEAF), st.booleans()),
                       min_size=1, max_size=3))
