@@ -76,6 +76,7 @@ def test_only_dmlops_errors_escape_the_functions(call, monkeypatch):
     monkeypatch.setattr(tensor, "memory_bytes", lambda: 64 << 20)
     name, x, first, kw = call
     fn = getattr(dml, name)
+    before = x.copy() if isinstance(x, np.ndarray) else None
     try:
         fn(x, first, **kw, backend="cpu")
     except (dml.InvalidArgumentError, dml.UnsupportedError):
@@ -83,6 +84,8 @@ def test_only_dmlops_errors_escape_the_functions(call, monkeypatch):
     except Exception as e:          # noqa: BLE001  (what the test is looking for)
         pytest.fail(f"{name}({x!r:.60}, {first!r:.40}, {kw!r:.200}) raised "
                     f"{type(e).__name__}: {e}")
+    # the caller's input is never written, whatever the call did
+    assert before is None or before.tobytes() == x.tobytes()
 
 
 def _node_calls():
@@ -139,28 +142,43 @@ def _paths(node, at=()):
 
 
 def _mutated(model, picks):
-    """``model`` with some places replaced by odd values or removed."""
-    for n, leaf, remove in picks:
+    """``model`` with some places replaced by odd values, removed, duplicated (a list's item
+    twice, or a dictionary's value also under its neighbour's key) or nested (the value
+    inside lists or dictionaries, up to 60 deep)."""
+    for n, leaf, how in picks:
         places = [p for p, _ in _paths(model) if p]
         path = places[n % len(places)]
         parent = model
         for k in path[:-1]:
             parent = parent[k]
-        if remove and isinstance(parent, dict):
-            del parent[path[-1]]
+        key = path[-1]
+        if how == "remove" and isinstance(parent, dict):
+            del parent[key]
+        elif how == "duplicate" and isinstance(parent, list):
+            parent.insert(key, copy.deepcopy(parent[key]))
+        elif how == "duplicate":
+            keys = list(parent)
+            parent[keys[(keys.index(key) + 1) % len(keys)]] = copy.deepcopy(parent[key])
+        elif how == "nest":
+            value = parent[key]
+            for depth in range(n % 60 + 1):
+                value = [value] if depth % 2 else {"value": value}
+            parent[key] = value
         else:
-            parent[path[-1]] = copy.deepcopy(leaf)
+            parent[key] = copy.deepcopy(leaf)
     return model
 
 
 @settings(max_examples=300 * _SCALE, deadline=None, suppress_health_check=list(HealthCheck))
 @given(which=st.integers(0, len(_EXAMPLES) - 1),
-       picks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_LEAF), st.booleans()),
+       picks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_LEAF),
+                                st.sampled_from(["replace", "remove", "duplicate", "nest"])),
                       min_size=1, max_size=3))
 def test_only_model_errors_escape_dxdispatch_models(which, picks, tmp_path_factory,
                                                     monkeypatch):
-    """Fuzzed DxDispatch models (the examples with places replaced or removed) run or fail
-    with a located ModelError, never another exception, and a failed model writes nothing."""
+    """Fuzzed DxDispatch models (the examples with places replaced, removed, duplicated or
+    nested) run or fail with a located ModelError, never another exception, and a failed
+    model writes nothing."""
     from dmlops.dxdispatch import ModelError, parse_model
     monkeypatch.setattr(tensor, "memory_bytes", lambda: 64 << 20)
     folder = tmp_path_factory.mktemp("model")
