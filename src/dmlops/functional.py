@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backends import resolve as resolve_backend
+from . import _dask
 from . import padding as _pad
 from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
@@ -54,10 +55,15 @@ class _Call:
 # --- every call -------------------------------------------------------------------------
 
 def _not_lazy(x, names: Names, field: str):
-    """Dask and CuPy arrays are unsupported until their backends exist (SPEC 5), whatever
-    the argument: data, indices, scales or zero points."""
+    """CuPy arrays are unsupported until their backend exists (SPEC 5), and Dask arrays
+    everywhere but padding's input until their plans exist (SPEC 6), whatever the argument:
+    data, indices, scales or zero points."""
     module = type(x).__module__.split(".")[0]
-    if module in ("dask", "cupy", "cupyx"):
+    if module == "dask":
+        raise names.unsupported(f"{names(field)} is a dask array; padding takes Dask arrays, "
+                                f"{names.op} takes them from a later version of dmlops (pass "
+                                f"a NumPy array)")
+    if module in ("cupy", "cupyx"):
         raise names.unsupported(f"{names(field)} is a {module} array; {module} inputs arrive "
                                 f"with a later version of dmlops (pass a NumPy array)")
 
@@ -631,6 +637,26 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     return y
 
 
+def _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks):
+    """``padding`` of a Dask array: validated now, as in memory, computed when asked."""
+    names = Names("padding")
+    if out is not None:
+        raise names.unsupported("out = an array is for NumPy inputs: a Dask input gives a new "
+                                "lazy array (store it with dask.array.store)")
+    stand = _dask.stand_in(x, names)
+    dtype_of(stand.dtype, names, "input")
+    call = planned(_plan_padding, (stand, None), start_padding, end_padding, mode, value)
+    _kernels(call, backend)         # (a bad backend is the same error as in memory)
+    if stand.size == 0:
+        # only CONSTANT pads an empty dimension: the in-memory answer, made lazy
+        import dask.array as da
+        y = padding(np.zeros(stand.shape, stand.dtype), start_padding, end_padding,
+                    mode=mode, value=value, backend=backend)
+        return da.from_array(y, chunks=_dask.output_chunks(chunks, y.shape, y.dtype, names,
+                                                           "auto"))
+    return _dask.padding(x, call.plan, chunks, names)
+
+
 def _plan_padding(x, out, start_padding, end_padding, mode, value):
     names = _names("padding")
     dt = dtype_of(x.dtype, names, "input")
@@ -645,7 +671,7 @@ def _plan_padding(x, out, start_padding, end_padding, mode, value):
 
 
 def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None,
-            backend=None):
+            backend=None, chunks=None):
     """Pad every dimension (SPEC 3.9). ``start_padding`` / ``end_padding`` are an int (every
     dimension) or one value per dimension, N and C included.
 
@@ -662,7 +688,21 @@ def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None
     ([3, 2, 1, 2, 3, 2, 1], [2, 1, 1, 2, 3, 3, 2])
     >>> padding(x, 1, 1, value=-10.6).tolist()
     [-10, 1, 2, 3, -10]
+
+    A Dask array gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
+    ``chunks`` (Dask inputs only) chunks the output, by default as the input, the pads in
+    pieces of the input's largest chunk:
+
+    >>> import dask.array as da
+    >>> y = padding(da.arange(6, chunks=2), 3, 1, mode="wrap")
+    >>> y.chunks, y.compute().tolist()
+    (((2, 1, 2, 2, 2, 1),), [3, 4, 5, 0, 1, 2, 3, 4, 5, 0])
     """
+    if _dask.is_dask(x):
+        return _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks)
+    if chunks is not None:
+        raise Names("padding").invalid(f"chunks = {chunks!r} is for Dask inputs; x is a "
+                                       f"{type(x).__name__}")
     x = _input(x, "padding")
     call = planned(_plan_padding, (x, out), start_padding, end_padding, mode, value)
     (y,) = _outputs(call, [out], [x])
