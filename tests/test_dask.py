@@ -1,7 +1,8 @@
 """Dask arrays through the functions (SPEC 6, issue 29): a lazy result, validated at the
 call with the in-memory errors, computed only when asked, bit for bit the in-memory result
-whatever the chunking. Padding so far: every mode, pads several periods wider than the
-input, every data type (random bits, NaN payloads included), chunks of one element up."""
+whatever the chunking. So far padding (every mode, pads several periods wider than the
+input, every data type's random bits, NaN payloads included) and average, max (global flat
+indices) and Lp pooling; chunks of one element up."""
 
 import numpy as np
 import pytest
@@ -49,7 +50,7 @@ def pad_cases(draw):
     return mode, tuple(shape), tuple(start), tuple(end), tuple(chunks), dtype, out_chunks
 
 
-@settings(max_examples=40)
+@settings(max_examples=25)
 @given(case=pad_cases(), seed=st.integers(0, 2**32 - 1))
 def test_padding_of_dask_arrays_is_the_in_memory_result(case, seed):
     mode, shape, start, end, chunks, dtype, out_chunks = case
@@ -117,9 +118,14 @@ def test_unsupported_types_and_arguments():
     unknown = da.ones(6, chunks=2)[da.ones(6, chunks=2) > 0]
     with pytest.raises(dml.InvalidArgumentError, match="compute_chunk_sizes"):
         dml.padding(unknown, 1, 1)
-    # pooling's plans for Dask arrays arrive later: a clear error, not a computation
+    # the gradients', quantized pooling's, unpooling's and ROI pooling's plans for Dask
+    # arrays arrive later: a clear error, not a computation
     with pytest.raises(dml.UnsupportedError, match="later version"):
-        dml.max_pooling(da.ones((1, 1, 4, 4), chunks=2), 2)
+        dml.average_pooling_grad(da.ones((1, 1, 4, 4), chunks=2), 2, input_sizes=(5, 5))
+    with pytest.raises(dml.UnsupportedError, match="out ="):
+        dml.max_pooling(da.ones((1, 1, 4, 4), chunks=2), 2, out=np.empty((1, 1, 3, 3)))
+    with pytest.raises(dml.InvalidArgumentError, match="chunks = 2 is for Dask inputs"):
+        dml.average_pooling(np.ones((1, 1, 4, 4)), 2, chunks=2)
 
 
 def test_empty_dimensions_take_constant_padding_only():
@@ -128,3 +134,83 @@ def test_empty_dimensions_take_constant_padding_only():
     assert y.compute().tolist() == [[5, 5, 5], [5, 5, 5]]
     with pytest.raises(dml.InvalidArgumentError, match="only constant padding"):
         dml.padding(x, (1, 0), (1, 0), mode="edge")
+
+
+@st.composite
+def pool_cases(draw):
+    op = draw(st.sampled_from(["average", "average_incl", "max", "max_indices", "lp"]))
+    k = draw(st.integers(1, 3))
+    shape = [draw(st.integers(1, 2)), draw(st.integers(1, 3))]
+    window, strides, dil, start, end, sizes, chunks = [], [], [], [], [], [], []
+    for _ in range(k):
+        n = draw(st.integers(1, 9 if k == 1 else 6))
+        w, d, s = draw(st.integers(1, 4)), draw(st.integers(1, 2)), draw(st.integers(1, 3))
+        eff = (w - 1) * d + 1
+        a, b = draw(st.integers(0, eff + 2)), draw(st.integers(0, eff + 2))
+        b += max(0, eff - (n + a + b))
+        f = (n + a + b - eff) // s + 1
+        shape.append(n)
+        window.append(w), strides.append(s), dil.append(d), start.append(a), end.append(b)
+        sizes.append(f + draw(st.sampled_from([0, 0, 1])))
+    for n in shape:
+        parts, left = [], n
+        while left:
+            parts.append(draw(st.integers(1, left)))
+            left -= parts[-1]
+        chunks.append(tuple(parts))
+    floats = [np.float32, np.float16, np.float64]
+    dtype = draw(st.sampled_from(floats if op in ("average", "average_incl", "lp")
+                                 else O.ALL_DTYPES))
+    kw = dict(strides=strides, start_padding=start, end_padding=end, dilations=dil,
+              output_sizes=sizes)
+    out_chunks = draw(st.sampled_from([None, None, 2, "auto"]))
+    return op, tuple(shape), window, kw, tuple(chunks), dtype, out_chunks
+
+
+def _pool_call(op, x, window, kw, **more):
+    if op.startswith("average"):
+        return dml.average_pooling(x, window, include_padding=op == "average_incl", **kw, **more)
+    if op == "lp":
+        return dml.lp_pooling(x, window, p=2, **kw, **more)
+    return dml.max_pooling(x, window, output_indices=op == "max_indices", **kw, **more)
+
+
+@settings(max_examples=100)
+@given(case=pool_cases(), seed=st.integers(0, 2**32 - 1))
+def test_pooling_of_dask_arrays_is_the_in_memory_result(case, seed):
+    """Average (real or padded divisors), max (with global flat indices) and Lp pooling of
+    Dask arrays: windows, dilations, asymmetric pads and F + 1 outputs straddling chunks of
+    one element up, windows that read no real element: the in-memory bits."""
+    op, shape, window, kw, chunks, dtype, out_chunks = case
+    if np.dtype(dtype).kind == "f":
+        x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    else:
+        x = random_bits(seed, shape, dtype)
+    try:
+        want = _pool_call(op, x, window, kw)
+    except dml.DmlError as e:      # the same refusal, at the call
+        with pytest.raises(type(e)) as lazy:
+            _pool_call(op, da.from_array(x, chunks=chunks), window, kw)
+        assert str(lazy.value) == str(e)
+        return
+    got = _pool_call(op, da.from_array(x, chunks=chunks), window, kw, chunks=out_chunks)
+    want, got = (want, got) if op == "max_indices" else ((want,), (got,))
+    for g, w in zip(got, want):
+        assert isinstance(g, da.Array) and g.shape == w.shape and g.dtype == w.dtype
+        assert np.array_equal(O.bits(g.compute(scheduler="synchronous")), O.bits(w))
+
+
+def test_pooling_output_chunks_follow_the_input():
+    x = da.zeros((1, 1, 100), np.float32, chunks=(1, 1, 30))
+    y = dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1)
+    # an output belongs to the input chunk its window starts in
+    assert y.chunks == ((1,), (1,), (16, 15, 15, 4))
+
+
+def test_global_indices_of_a_large_dask_input_are_uint64():
+    """More than 2^32 - 1 elements (never materialised: zeros, one block computed): the
+    indices default to UINT64, as in memory, and are flat over the whole tensor."""
+    x = da.zeros((1, 2, 2**31 + 8), np.int8, chunks=(1, 1, 2**26))
+    y, i = dml.max_pooling(x, 2, strides=2, output_indices=True)
+    assert i.dtype == np.uint64
+    assert i[0, 1, :3].compute().tolist() == [2**31 + 8, 2**31 + 10, 2**31 + 12]

@@ -13,6 +13,7 @@ Dask is imported only here, only when a Dask array is passed (the ``dask`` extra
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -99,3 +100,113 @@ def _block_chunks(chunks, d, count):
     out = list(chunks)
     out[d] = _pieces(count, max(chunks[d]) if chunks[d] else 1)
     return tuple(out)
+
+
+def _pool_chunks(x, g):
+    """Output chunks that follow the input's: along each spatial dimension, an output
+    belongs to the input chunk its window starts in (the first chunk also takes the windows
+    that start in the padding); N and C as the input."""
+    out = [x.chunks[0], x.chunks[1]]
+    for i in range(g.k):
+        size, s, a = g.output_sizes[2 + i], g.strides[i], g.start[i]
+        starts = np.cumsum((0,) + x.chunks[2 + i])[1:-1]
+        cuts = [0] + [min(size, max(0, -(-(int(b) + a) // s))) for b in starts] + [size]
+        out.append(tuple(b - a for a, b in zip(cuts, cuts[1:]) if b > a))
+    return tuple(out)
+
+
+def pooling(x, call, kernels, chunks, names: Names):
+    """The lazy pooling of Dask array ``x`` by ``call.plan`` (average, max with or without
+    indices, Lp): each output block reads the input its windows cover and runs the in-memory
+    kernel on that local problem (the same windows, the same real elements and divisors, so
+    the same sums in the same order); flat indices made global. Blocks whose windows cover no
+    real element along some dimension are that result's fill (computed in memory)."""
+    import dask
+    import dask.array as da
+
+    from . import pooling as _pool
+    from .window import Window, effective
+
+    plan = call.plan
+    g = plan.geometry
+    k = g.k
+    pair = plan.kind == "max" and plan.indices_dtype is not None
+    out_dtype = np.dtype(call.outputs[0][2])
+    idx_dtype = np.dtype(call.outputs[1][2]) if pair else None
+    out_chunks = output_chunks(chunks, g.output_sizes, out_dtype, names, _pool_chunks(x, g))
+    eff = [effective(g.window[i], g.dilations[i]) for i in range(k)]
+    fills = _fills(plan, kernels, x.dtype, out_dtype, idx_dtype)
+    full = tuple(int(n) for n in x.shape)
+    bounds = [np.cumsum((0,) + c) for c in out_chunks]
+
+    def block(index):
+        o = [(int(bounds[d][j]), int(bounds[d][j + 1])) for d, j in enumerate(index)]
+        shape = tuple(b - a for a, b in o)
+        region, start, end = [slice(*o[0]), slice(*o[1])], [], []
+        for i in range(k):
+            (o0, o1), n = o[2 + i], full[2 + i]
+            lo = o0 * g.strides[i] - g.start[i]
+            hi = (o1 - 1) * g.strides[i] - g.start[i] + eff[i]
+            rlo, rhi = max(lo, 0), min(hi, n)
+            if rlo >= rhi:          # no window of the block reads a real element here
+                return [da.full(shape, f, dtype=f.dtype) for f in fills]
+            region.append(slice(rlo, rhi))
+            start.append(rlo - lo)
+            end.append(max(0, min(hi, n + g.end[i]) - rhi))
+        local = x[tuple(region)].rechunk(-1)
+        lg = Window(local.shape, g.window, g.strides, tuple(start), tuple(end), g.dilations,
+                    shape)
+        lplan = dataclasses.replace(plan, geometry=lg)
+        origin = [o[0][0], o[1][0]] + [r.start for r in region[2:]]
+
+        def run(xb):
+            ys = [np.empty(shape, out_dtype)]
+            if pair:
+                ys.append(np.empty(shape, idx_dtype))
+            _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), ys)
+            if pair:
+                ys[1] = _global_indices(ys[1], xb.shape, origin, full, plan.empty_index)
+            return tuple(ys)
+        task = dask.delayed(run, nout=2 if pair else 1, pure=True)(local)
+        if not pair:
+            return [da.from_delayed(task[0], shape, dtype=out_dtype)]
+        return [da.from_delayed(task[0], shape, dtype=out_dtype),
+                da.from_delayed(task[1], shape, dtype=idx_dtype)]
+
+    blocks = np.empty(tuple(len(c) for c in out_chunks), dtype=object)
+    for index in np.ndindex(*blocks.shape):
+        blocks[index] = block(index)
+    outs = []
+    for j in range(2 if pair else 1):
+        nested = np.empty(blocks.shape, dtype=object)
+        for index in np.ndindex(*blocks.shape):
+            nested[index] = blocks[index][j]
+        outs.append(da.block(nested.tolist()))
+    return (outs[0], outs[1]) if pair else outs[0]
+
+
+def _global_indices(local, local_shape, origin, full, empty):
+    """Flat indices over the local block ``local_shape`` at ``origin`` made flat indices over
+    the whole input ``full`` (the empty index kept)."""
+    flat = local.astype(np.uint64)
+    none = local == np.asarray(empty, dtype=local.dtype)
+    coords = np.unravel_index(np.where(none, 0, flat).astype(np.int64), local_shape)
+    glob = np.ravel_multi_index(tuple(c + o for c, o in zip(coords, origin)), full)
+    return np.where(none, local, glob.astype(local.dtype))
+
+
+def _fills(plan, kernels, dtype, out_dtype, idx_dtype):
+    """The outputs of a window that reads no real element (value, then index), as the
+    kernel writes them: one such window run in memory."""
+    from . import pooling as _pool
+    from .window import Window
+
+    g = plan.geometry
+    k = g.k
+    x = np.zeros((1, 1) + (1,) * k, dtype)
+    lg = Window(x.shape, (1,) * k, (1,) * k, (1,) * k, (0,) * k, (1,) * k, (1, 1) + (1,) * k)
+    ys = [np.empty((1, 1) + (1,) * k, out_dtype)]
+    if idx_dtype is not None:
+        ys.append(np.empty((1, 1) + (1,) * k, idx_dtype))
+    _pool.run_pooling(dataclasses.replace(plan, geometry=lg), kernels, x, ys)
+    return [y.reshape(()) for y in ys]

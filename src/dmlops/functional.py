@@ -56,13 +56,13 @@ class _Call:
 
 def _not_lazy(x, names: Names, field: str):
     """CuPy arrays are unsupported until their backend exists (SPEC 5), and Dask arrays
-    everywhere but padding's input until their plans exist (SPEC 6), whatever the argument:
-    data, indices, scales or zero points."""
+    where their plans do not exist yet (SPEC 6: all but the inputs of padding and average,
+    max and Lp pooling), whatever the argument: data, indices, scales or zero points."""
     module = type(x).__module__.split(".")[0]
     if module == "dask":
-        raise names.unsupported(f"{names(field)} is a dask array; padding takes Dask arrays, "
-                                f"{names.op} takes them from a later version of dmlops (pass "
-                                f"a NumPy array)")
+        raise names.unsupported(f"{names(field)} is a dask array; padding and average, max "
+                                f"and Lp pooling take Dask arrays, {names.op} from a later "
+                                f"version of dmlops (pass a NumPy array)")
     if module in ("cupy", "cupyx"):
         raise names.unsupported(f"{names(field)} is a {module} array; {module} inputs arrive "
                                 f"with a later version of dmlops (pass a NumPy array)")
@@ -219,7 +219,8 @@ def _plan_average_pooling(x, out, window_size, strides, start_padding, end_paddi
 
 
 def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
-                    include_padding=False, output_sizes=None, out=None, backend=None):
+                    include_padding=False, output_sizes=None, out=None, backend=None,
+                    chunks=None):
     """Average of the real elements of each window (SPEC 3.1).
 
     The divisor counts real elements, or with ``include_padding`` real and padding positions
@@ -231,6 +232,10 @@ def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0
     >>> average_pooling(x, 2)[0, 0].tolist()
     [[3.0, 4.0], [6.0, 7.0]]
     """
+    if _dask.is_dask(x) or chunks is not None:
+        return _lazy_pooling("average_pooling", x, out, backend, chunks, _plan_average_pooling,
+                             window_size, strides, start_padding, end_padding, dilations,
+                             include_padding, output_sizes)
     x = _input(x, "average_pooling")
     call = planned(_plan_average_pooling, (x, out), window_size, strides, start_padding,
                    end_padding, dilations, include_padding, output_sizes)
@@ -279,7 +284,7 @@ def _plan_max_pooling(x, out, window_size, strides, start_padding, end_padding, 
 
 def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
                 output_sizes=None, output_indices=False, indices_dtype=None, out=None,
-                backend=None):
+                backend=None, chunks=None):
     """Maximum of the real elements of each window, optionally with its flat index (SPEC 3.4).
 
     Padding never wins; ties go to the lowest flat index; a NaN wins (the first NaN). The
@@ -298,6 +303,10 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
         raise Names("max_pooling").invalid(f"output_indices = {output_indices!r} must be a "
                                            f"bool")
     pair = bool(output_indices)
+    if _dask.is_dask(x) or chunks is not None:
+        return _lazy_pooling("max_pooling", x, out, backend, chunks, _plan_max_pooling,
+                             window_size, strides, start_padding, end_padding, dilations,
+                             output_sizes, pair, indices_dtype)
     x = _input(x, "max_pooling")
     call = planned(_plan_max_pooling, (x, out), window_size, strides, start_padding,
                    end_padding, dilations, output_sizes, pair, indices_dtype)
@@ -413,7 +422,7 @@ def _plan_lp_pooling(x, out, window_size, p, strides, start_padding, end_padding
 
 
 def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0, dilations=1,
-               output_sizes=None, out=None, backend=None):
+               output_sizes=None, out=None, backend=None, chunks=None):
     """Lp pooling (SPEC 3.6): ``(Σ |x|^p)^(1/p)`` over the real elements of each window, for
     an integer ``p >= 1``. Computed in float64 as ``m * (Σ (|x|/m)^p)^(1/p)`` with ``m`` the
     window's largest ``|x|`` and rounded once, so tiny and huge values neither underflow nor
@@ -424,6 +433,10 @@ def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0
     >>> lp_pooling(x, 2, p=2).ravel().tolist(), lp_pooling(x, 2, p=1).ravel().tolist()
     ([5.0], [7.0])
     """
+    if _dask.is_dask(x) or chunks is not None:
+        return _lazy_pooling("lp_pooling", x, out, backend, chunks, _plan_lp_pooling,
+                             window_size, p, strides, start_padding, end_padding, dilations,
+                             output_sizes)
     x = _input(x, "lp_pooling")
     call = planned(_plan_lp_pooling, (x, out), window_size, p, strides, start_padding,
                    end_padding, dilations, output_sizes)
@@ -635,6 +648,25 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     kernels = _kernels(call, backend)
     _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o, call.extra), call.names)
     return y
+
+
+def _lazy_pooling(op, x, out, backend, chunks, plan, *args):
+    """A pooling function of a Dask array: validated now, as in memory, computed when
+    asked (``_dask.pooling``)."""
+    names = Names(op)
+    if not _dask.is_dask(x):
+        raise names.invalid(f"chunks = {chunks!r} is for Dask inputs; x is a "
+                            f"{type(x).__name__}")
+    if out is not None:
+        raise names.unsupported("out = an array is for NumPy inputs: a Dask input gives a new "
+                                "lazy array (store it with dask.array.store)")
+    stand = _dask.stand_in(x, names)
+    call = planned(plan, (stand, None), *args)
+    kernels = _kernels(call, backend)
+    if stand.size == 0:
+        raise names.invalid(f"x has shape {stand.shape}: a Dask input with an empty dimension "
+                            f"has no blocks to pool (compute it and pass the NumPy array)")
+    return _dask.pooling(x, call, kernels, chunks, call.names)
 
 
 def _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks):
