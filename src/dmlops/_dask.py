@@ -167,7 +167,7 @@ def pooling(x, call, kernels, chunks, names: Names):
             if pair:
                 ys[1] = _global_indices(ys[1], xb.shape, origin, full, plan.empty_index)
             return tuple(ys)
-        task = dask.delayed(run, nout=2 if pair else 1, pure=True)(local)
+        task = dask.delayed(run, nout=2 if pair else 1, pure=False)(local)
         if not pair:
             return [da.from_delayed(task[0], shape, dtype=out_dtype)]
         return [da.from_delayed(task[0], shape, dtype=out_dtype),
