@@ -214,3 +214,26 @@ def test_global_indices_of_a_large_dask_input_are_uint64():
     y, i = dml.max_pooling(x, 2, strides=2, output_indices=True)
     assert i.dtype == np.uint64
     assert i[0, 1, :3].compute().tolist() == [2**31 + 8, 2**31 + 10, 2**31 + 12]
+
+
+def test_kernels_inside_dask_tasks_run_on_the_task_thread(monkeypatch):
+    """Inside a Dask task a kernel runs on the task's thread alone (no pool of the kernels'
+    own beside the scheduler's threads); the in-memory call keeps its threads."""
+    from dmlops import threads
+    from dmlops.backends import cpu
+    seen = []
+    real = cpu.average_pooling
+
+    def spy(*args, **kw):
+        seen.append(threads.get_num_threads())
+        return real(*args, **kw)
+    monkeypatch.setattr(cpu, "average_pooling", spy)
+    dml.set_num_threads(2)
+    try:
+        x = np.ones((1, 1, 40, 40), np.float32)
+        dml.average_pooling(x, 3, backend="cpu")
+        y = dml.average_pooling(da.from_array(x, chunks=10), 3, backend="cpu")
+        y.compute(scheduler="threads")
+    finally:
+        dml.set_num_threads(None)
+    assert seen[0] == 2 and len(seen) > 2 and set(seen[1:]) == {1}

@@ -21,6 +21,7 @@ import numpy as np
 from .backends.reference.padding import index_map
 from .errors import Names
 from .padding import PaddingMode
+from .threads import on_this_thread
 
 
 def is_dask(x) -> bool:
@@ -163,7 +164,8 @@ def pooling(x, call, kernels, chunks, names: Names):
             ys = [np.empty(shape, out_dtype)]
             if pair:
                 ys.append(np.empty(shape, idx_dtype))
-            _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), ys)
+            with on_this_thread():      # (the scheduler's threads are the parallelism)
+                _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), ys)
             if pair:
                 ys[1] = _global_indices(ys[1], xb.shape, origin, full, plan.empty_index)
             return tuple(ys)
@@ -208,5 +210,6 @@ def _fills(plan, kernels, dtype, out_dtype, idx_dtype):
     ys = [np.empty((1, 1) + (1,) * k, out_dtype)]
     if idx_dtype is not None:
         ys.append(np.empty((1, 1) + (1,) * k, idx_dtype))
-    _pool.run_pooling(dataclasses.replace(plan, geometry=lg), kernels, x, ys)
+    with on_this_thread():
+        _pool.run_pooling(dataclasses.replace(plan, geometry=lg), kernels, x, ys)
     return [y.reshape(()) for y in ys]

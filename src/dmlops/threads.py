@@ -15,7 +15,9 @@ call's time).
 from __future__ import annotations
 
 import os
+import threading
 import time
+from contextlib import contextmanager
 
 from .errors import InvalidArgumentError
 
@@ -79,8 +81,31 @@ def set_num_threads(n: int | None) -> None:
     _chosen = None if n is None else _positive(n, "set_num_threads(n)")
 
 
+_local = threading.local()
+
+
+@contextmanager
+def on_this_thread():
+    """Within it, kernels that this thread calls run on this thread alone: inside a Dask
+    task the scheduler's threads are the parallelism, and a pool of the kernels' own beside
+    them would oversubscribe the cores. Other threads keep their count.
+
+    >>> with on_this_thread():
+    ...     get_num_threads()
+    1
+    """
+    was = getattr(_local, "alone", False)
+    _local.alone = True
+    try:
+        yield
+    finally:
+        _local.alone = was
+
+
 def get_num_threads() -> int:
     """The number of threads the cpu kernels use now."""
+    if getattr(_local, "alone", False):
+        return 1
     if _chosen is not None:
         return _chosen
     env = environ("DMLOPS_NUM_THREADS")
