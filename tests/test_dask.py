@@ -237,3 +237,25 @@ def test_kernels_inside_dask_tasks_run_on_the_task_thread(monkeypatch):
     finally:
         dml.set_num_threads(None)
     assert seen[0] == 2 and len(seen) > 2 and set(seen[1:]) == {1}
+
+
+def test_on_a_local_cluster_of_two_worker_processes():
+    """A real engine: a dask.distributed LocalCluster of two worker processes, started and
+    stopped here, computes max pooling with global indices, averages with padded divisors
+    and a wide reflection pad: the in-memory bits."""
+    distributed = pytest.importorskip("distributed")
+    x = np.random.default_rng(5).standard_normal((2, 3, 37, 41)).astype(np.float32)
+    xd = da.from_array(x, chunks=(1, 3, 20, 21))
+    pool = dict(strides=2, start_padding=1, end_padding=2)
+    pads = ((0, 0, 5, 60), (0, 0, 7, 2))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        y, i, a, p = client.compute(
+            [*dml.max_pooling(xd, 3, output_indices=True, **pool),
+             dml.average_pooling(xd, 2, include_padding=True, **pool),
+             dml.padding(xd, *pads, mode="reflection")], sync=True)
+    want_y, want_i = dml.max_pooling(x, 3, output_indices=True, **pool)
+    assert y.tobytes() == want_y.tobytes() and np.array_equal(i, want_i)
+    assert a.tobytes() == dml.average_pooling(x, 2, include_padding=True, **pool).tobytes()
+    assert p.tobytes() == dml.padding(x, *pads, mode="reflection").tobytes()
