@@ -31,6 +31,14 @@ def spatial_tuple(v, k):
     return v
 
 
+def random_bits(seed, shape, dtype):
+    """An array of ``dtype`` made of random bytes: every pattern, NaNs with payloads too."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) * dtype.itemsize
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).view(dtype) \
+        .reshape(shape)
+
+
 def bits(a):
     """The raw bits of an array (C order), for bitwise comparisons."""
     a = np.ascontiguousarray(a)

@@ -27,13 +27,6 @@ CONSTANT, EDGE, REFLECTION, SYMMETRIC, WRAP = range(5)
 BUDGET = 4000           # output elements per example
 
 
-def random_bits(seed, shape, dtype):
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape)) * dtype.itemsize
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).view(dtype) \
-        .reshape(shape)
-
-
 @st.composite
 def pad_cases(draw):
     mode = draw(st.sampled_from(range(5)))
@@ -107,12 +100,12 @@ def test_kernel_matches_reference_bitwise(case, dtype, seed, data):
         event("pad wider than a period")
     xl = data.draw(layouts(rank, broadcast=True), label="x layout")
     yl = data.draw(layouts(rank, broadcast=False), label="y layout")
-    xmem = random_bits(seed, memory_shape(shape, xl), dtype)
+    xmem = O.random_bits(seed, memory_shape(shape, xl), dtype)
     x = view(xmem, shape, xl)
     x_before = xmem.copy()
-    big = random_bits(seed + 1, memory_shape(out_shape, yl), dtype)
+    big = O.random_bits(seed + 1, memory_shape(out_shape, yl), dtype)
     got_mem, want_mem = big.copy(), big.copy()
-    value = random_bits(seed + 2, (), dtype)
+    value = O.random_bits(seed + 2, (), dtype)
     ref.padding(x, view(want_mem, out_shape, yl), start, mode, value)
     cpu.padding(x, view(got_mem, out_shape, yl), start, mode, value)
     # the whole buffer: y's elements as the reference wrote them, the others untouched
@@ -149,7 +142,7 @@ def test_spec_examples(mode):
 ])
 def test_one_and_two_threads_agree(mode, shape, start, end):
     # SPEC 5: "Results do not depend on the number of threads".
-    x = random_bits(mode, shape, np.float32)[..., ::-1]
+    x = O.random_bits(mode, shape, np.float32)[..., ::-1]
     out = tuple(n + a + b for n, a, b in zip(shape, start, end))
     value = np.asarray(np.nan, np.float32)
     want = np.empty(out, np.float32)
@@ -185,7 +178,7 @@ def _large_case(mode, dtype):
     item = np.dtype(dtype).itemsize
     w = 9 * 1024 // item + 3
     h = (9 << 20) // (w * item * 2) // 3
-    x = random_bits(mode + 7, (2, 1, h, w - 20), dtype)[..., ::-1]
+    x = O.random_bits(mode + 7, (2, 1, h, w - 20), dtype)[..., ::-1]
     start, end = (0, 1, h + 1, 11), (0, 0, h - 1, 9)
     out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
     assert np.prod(out) * item > 8 << 20

@@ -18,13 +18,6 @@ import dask  # noqa: E402
 MODES = ["constant", "edge", "reflection", "symmetric", "wrap"]
 
 
-def random_bits(seed, shape, dtype):
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape)) * dtype.itemsize
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).view(dtype) \
-        .reshape(shape)
-
-
 @st.composite
 def pad_cases(draw):
     mode = draw(st.sampled_from(MODES))
@@ -54,8 +47,8 @@ def pad_cases(draw):
 @given(case=pad_cases(), seed=st.integers(0, 2**32 - 1))
 def test_padding_of_dask_arrays_is_the_in_memory_result(case, seed):
     mode, shape, start, end, chunks, dtype, out_chunks = case
-    x = random_bits(seed, shape, dtype)
-    value = random_bits(seed + 1, (), dtype)[()]
+    x = O.random_bits(seed, shape, dtype)
+    value = O.random_bits(seed + 1, (), dtype)[()]
     want = dml.padding(x, start, end, mode=mode, value=value)
     y = dml.padding(da.from_array(x, chunks=chunks), start, end, mode=mode, value=value,
                     chunks=out_chunks)
@@ -185,7 +178,7 @@ def test_pooling_of_dask_arrays_is_the_in_memory_result(case, seed):
     if np.dtype(dtype).kind == "f":
         x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
     else:
-        x = random_bits(seed, shape, dtype)
+        x = O.random_bits(seed, shape, dtype)
     try:
         want = _pool_call(op, x, window, kw)
     except dml.DmlError as e:      # the same refusal, at the call
@@ -259,3 +252,13 @@ def test_on_a_local_cluster_of_two_worker_processes():
     assert y.tobytes() == want_y.tobytes() and np.array_equal(i, want_i)
     assert a.tobytes() == dml.average_pooling(x, 2, include_padding=True, **pool).tobytes()
     assert p.tobytes() == dml.padding(x, *pads, mode="reflection").tobytes()
+
+
+def test_pooling_an_empty_batch_gives_empty_outputs():
+    """N or C 0: an empty result, as in memory (SPEC 7), lazy."""
+    x = da.ones((0, 2, 4), np.float32, chunks=1)
+    y, i = dml.max_pooling(x, 2, output_indices=True)
+    want, want_i = dml.max_pooling(np.ones((0, 2, 4), np.float32), 2, output_indices=True)
+    assert isinstance(y, da.Array) and y.shape == want.shape and i.dtype == want_i.dtype
+    assert dml.average_pooling(da.ones((2, 0, 4, 4), chunks=1), 3).compute().shape == \
+        (2, 0, 2, 2)

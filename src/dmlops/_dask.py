@@ -2,11 +2,13 @@
 memory (on a stand-in of the array's shape and type that holds no data), and returns a lazy
 Dask array whose computed result is the in-memory result bit for bit, whatever the chunking.
 
-Padding is planned per dimension from the output side: the start and end pads are gathers
-(``take``) of the few input slices their sources lie in, or blocks of the value (constant
-mode), set beside the input itself, so an output block reads only the input it copies; pads
-wider than the input (several periods of reflection, symmetry or wrap) included. Pooling of
-Dask arrays arrives with a later version.
+Padding is planned per dimension: the start and end pads are gathers (``take``) of the few
+input slices their sources lie in, or blocks of the value (constant mode), set beside the
+input itself, so an output block reads only the input it copies; pads wider than the input
+(several periods of reflection, symmetry or wrap) included. Average, max and Lp pooling are
+planned from the output side: each output block runs the in-memory kernel on the input its
+windows cover (``pooling``). The gradients, quantized pooling, unpooling and ROI pooling of
+Dask arrays arrive with a later version.
 
 Dask is imported only here, only when a Dask array is passed (the ``dask`` extra).
 """
@@ -56,8 +58,9 @@ def output_chunks(chunks, out_shape, dtype, names: Names, default):
                             f"{tuple(out_shape)}: {e}") from None
 
 
-def _pieces(n: int, step: int) -> tuple:
-    """``n`` as pieces of ``step`` (the last shorter)."""
+def _pieces(n: int, beside: tuple) -> tuple:
+    """``n`` as pieces of the largest of the chunks ``beside`` (the last piece shorter)."""
+    step = max(beside) if beside else 1
     return (step,) * (n // step) + ((n % step,) if n % step else ())
 
 
@@ -67,11 +70,9 @@ def padding(x, plan, chunks, names: Names):
     dimension)."""
     import dask.array as da
 
-    default = []
-    for d, cs in enumerate(x.chunks):
-        step = max(cs) if cs else 1
-        default.append(_pieces(plan.start[d], step) + tuple(cs) + _pieces(plan.end[d], step))
-    out_chunks = output_chunks(chunks, plan.out_sizes, x.dtype, names, tuple(default))
+    default = tuple(_pieces(plan.start[d], cs) + tuple(cs) + _pieces(plan.end[d], cs)
+                    for d, cs in enumerate(x.chunks))
+    out_chunks = output_chunks(chunks, plan.out_sizes, x.dtype, names, default)
     y = x
     for d in range(x.ndim):
         a, b = plan.start[d], plan.end[d]
@@ -83,10 +84,10 @@ def padding(x, plan, chunks, names: Names):
             if count == 0:
                 parts.append(None)
             elif plan.mode == PaddingMode.CONSTANT:
-                shape = list(y.shape)
-                shape[d] = count
+                shape, chunked = list(y.shape), list(y.chunks)
+                shape[d], chunked[d] = count, _pieces(count, y.chunks[d])
                 parts.append(da.full(tuple(shape), plan.value, dtype=x.dtype,
-                                     chunks=_block_chunks(y.chunks, d, count)))
+                                     chunks=tuple(chunked)))
             else:
                 # the sources of output coordinates [first, first + count) (index_map counts
                 # output coordinates from the pad's start)
@@ -94,13 +95,6 @@ def padding(x, plan, chunks, names: Names):
                 parts.append(da.take(y, idx[first:], axis=d))
         y = da.concatenate([p for p in (parts[0], y, parts[1]) if p is not None], axis=d)
     return y.rechunk(out_chunks)
-
-
-def _block_chunks(chunks, d, count):
-    """The chunks of a block of ``count`` along ``d`` beside an array of ``chunks``."""
-    out = list(chunks)
-    out[d] = _pieces(count, max(chunks[d]) if chunks[d] else 1)
-    return tuple(out)
 
 
 def _pool_chunks(x, g):
@@ -112,7 +106,7 @@ def _pool_chunks(x, g):
         size, s, a = g.output_sizes[2 + i], g.strides[i], g.start[i]
         starts = np.cumsum((0,) + x.chunks[2 + i])[1:-1]
         cuts = [0] + [min(size, max(0, -(-(int(b) + a) // s))) for b in starts] + [size]
-        out.append(tuple(b - a for a, b in zip(cuts, cuts[1:]) if b > a))
+        out.append(tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]) if hi > lo))
     return tuple(out)
 
 

@@ -231,6 +231,10 @@ def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0
     >>> x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
     >>> average_pooling(x, 2)[0, 0].tolist()
     [[3.0, 4.0], [6.0, 7.0]]
+
+    A Dask array gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
+    ``chunks`` (Dask inputs only) chunks the output, by default by the input chunk each
+    window starts in.
     """
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_pooling("average_pooling", x, out, backend, chunks, _plan_average_pooling,
@@ -298,6 +302,10 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
     >>> y, i = max_pooling(x, 2, output_indices=True)
     >>> y[0, 0].tolist(), i[0, 0].tolist()
     ([[4.0, 4.0], [6.0, 7.0]], [[4, 4], [7, 8]])
+
+    A Dask array gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
+    ``chunks`` (Dask inputs only) chunks the output, by default by the input chunk each
+    window starts in.
     """
     if not isinstance(output_indices, (bool, np.bool_, int, np.integer)):
         raise Names("max_pooling").invalid(f"output_indices = {output_indices!r} must be a "
@@ -432,6 +440,8 @@ def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0
     >>> x = np.array([[3, -4], [0, 0]], np.float32).reshape(1, 1, 2, 2)
     >>> lp_pooling(x, 2, p=2).ravel().tolist(), lp_pooling(x, 2, p=1).ravel().tolist()
     ([5.0], [7.0])
+
+    A Dask array gives a lazy Dask array, as ``average_pooling`` describes.
     """
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_pooling("lp_pooling", x, out, backend, chunks, _plan_lp_pooling,
@@ -650,9 +660,10 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     return y
 
 
-def _lazy_pooling(op, x, out, backend, chunks, plan, *args):
-    """A pooling function of a Dask array: validated now, as in memory, computed when
-    asked (``_dask.pooling``)."""
+def _lazy_call(op, x, out, backend, chunks, plan, *args):
+    """A Dask input's call validated and planned now, as in memory (on a stand-in of its
+    shape and type): ``(call, kernels, stand-in)``. ``chunks=`` is for Dask inputs only,
+    ``out=`` for NumPy ones."""
     names = Names(op)
     if not _dask.is_dask(x):
         raise names.invalid(f"chunks = {chunks!r} is for Dask inputs; x is a "
@@ -662,31 +673,32 @@ def _lazy_pooling(op, x, out, backend, chunks, plan, *args):
                                 "lazy array (store it with dask.array.store)")
     stand = _dask.stand_in(x, names)
     call = planned(plan, (stand, None), *args)
-    kernels = _kernels(call, backend)
+    return call, _kernels(call, backend), stand
+
+
+def _lazy_pooling(op, x, out, backend, chunks, plan, *args):
+    """A pooling function of a Dask array: validated now, computed when asked
+    (``_dask.pooling``). An empty batch (N or C 0) gives empty outputs, as in memory."""
+    call, kernels, stand = _lazy_call(op, x, out, backend, chunks, plan, *args)
     if stand.size == 0:
-        raise names.invalid(f"x has shape {stand.shape}: a Dask input with an empty dimension "
-                            f"has no blocks to pool (compute it and pass the NumPy array)")
+        import dask.array as da
+        ys = [da.from_array(np.empty(shape, dtype)) for _, shape, dtype in call.outputs]
+        return tuple(ys) if len(ys) > 1 else ys[0]
     return _dask.pooling(x, call, kernels, chunks, call.names)
 
 
 def _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks):
-    """``padding`` of a Dask array: validated now, as in memory, computed when asked."""
-    names = Names("padding")
-    if out is not None:
-        raise names.unsupported("out = an array is for NumPy inputs: a Dask input gives a new "
-                                "lazy array (store it with dask.array.store)")
-    stand = _dask.stand_in(x, names)
-    dtype_of(stand.dtype, names, "input")
-    call = planned(_plan_padding, (stand, None), start_padding, end_padding, mode, value)
-    _kernels(call, backend)         # (a bad backend is the same error as in memory)
+    """``padding`` of a Dask array: validated now, computed when asked (``_dask.padding``)."""
+    call, _, stand = _lazy_call("padding", x, out, backend, chunks, _plan_padding,
+                                start_padding, end_padding, mode, value)
     if stand.size == 0:
         # only CONSTANT pads an empty dimension: the in-memory answer, made lazy
         import dask.array as da
         y = padding(np.zeros(stand.shape, stand.dtype), start_padding, end_padding,
                     mode=mode, value=value, backend=backend)
-        return da.from_array(y, chunks=_dask.output_chunks(chunks, y.shape, y.dtype, names,
-                                                           "auto"))
-    return _dask.padding(x, call.plan, chunks, names)
+        return da.from_array(y, chunks=_dask.output_chunks(chunks, y.shape, y.dtype,
+                                                           call.names, "auto"))
+    return _dask.padding(x, call.plan, chunks, call.names)
 
 
 def _plan_padding(x, out, start_padding, end_padding, mode, value):
@@ -730,11 +742,8 @@ def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None
     >>> y.chunks, y.compute().tolist()
     (((2, 1, 2, 2, 2, 1),), [3, 4, 5, 0, 1, 2, 3, 4, 5, 0])
     """
-    if _dask.is_dask(x):
+    if _dask.is_dask(x) or chunks is not None:
         return _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks)
-    if chunks is not None:
-        raise Names("padding").invalid(f"chunks = {chunks!r} is for Dask inputs; x is a "
-                                       f"{type(x).__name__}")
     x = _input(x, "padding")
     call = planned(_plan_padding, (x, out), start_padding, end_padding, mode, value)
     (y,) = _outputs(call, [out], [x])
