@@ -1,8 +1,9 @@
-"""Dask arrays through the functions (SPEC 6, issue 29): a lazy result, validated at the
-call with the in-memory errors, computed only when asked, bit for bit the in-memory result
-whatever the chunking. So far padding (every mode, pads several periods wider than the
-input, every data type's random bits, NaN payloads included) and average, max (global flat
-indices) and Lp pooling; chunks of one element up."""
+"""Dask arrays through the functions and ``execute`` (SPEC 6, issue 29): a lazy result,
+validated at the call with the in-memory errors, computed only when asked, bit for bit the
+in-memory result whatever the chunking: padding (every mode, pads several periods wider than
+the input, every data type's random bits, NaN payloads included), average, max (global flat
+indices), Lp and quantized pooling, both gradients, unpooling, ROI pooling; chunks of one
+element up."""
 
 import numpy as np
 import pytest
@@ -111,10 +112,12 @@ def test_unsupported_types_and_arguments():
     unknown = da.ones(6, chunks=2)[da.ones(6, chunks=2) > 0]
     with pytest.raises(dml.InvalidArgumentError, match="compute_chunk_sizes"):
         dml.padding(unknown, 1, 1)
-    # the gradients', quantized pooling's, unpooling's and ROI pooling's plans for Dask
-    # arrays arrive later: a clear error, not a computation
-    with pytest.raises(dml.UnsupportedError, match="later version"):
-        dml.average_pooling_grad(da.ones((1, 1, 4, 4), chunks=2), 2, input_sizes=(5, 5))
+    # ROI boxes and quantization parameters stay NumPy
+    x4 = da.ones((1, 2, 4, 4), np.float32, chunks=2)
+    with pytest.raises(dml.UnsupportedError, match="rois is a Dask array.*stay NumPy"):
+        dml.roi_pooling(x4, da.zeros((1, 5), np.float32), spatial_scale=1, pooled_size=2)
+    with pytest.raises(dml.UnsupportedError, match="input_scale is a Dask array"):
+        dml.quantized_linear_average_pooling(x4.astype(np.uint8), da.ones(()), 0, 1.0, 0, 2)
     with pytest.raises(dml.UnsupportedError, match="out ="):
         dml.max_pooling(da.ones((1, 1, 4, 4), chunks=2), 2, out=np.empty((1, 1, 3, 3)))
     with pytest.raises(dml.InvalidArgumentError, match="chunks = 2 is for Dask inputs"):
@@ -129,9 +132,12 @@ def test_empty_dimensions_take_constant_padding_only():
         dml.padding(x, (1, 0), (1, 0), mode="edge")
 
 
+POOL_OPS = ["average", "average_incl", "max", "max_indices", "lp", "quantized"]
+
+
 @st.composite
-def pool_cases(draw):
-    op = draw(st.sampled_from(["average", "average_incl", "max", "max_indices", "lp"]))
+def pool_cases(draw, ops=POOL_OPS):
+    op = draw(st.sampled_from(ops))
     k = draw(st.integers(1, 3))
     shape = [draw(st.integers(1, 2)), draw(st.integers(1, 3))]
     window, strides, dil, start, end, sizes, chunks = [], [], [], [], [], [], []
@@ -152,15 +158,35 @@ def pool_cases(draw):
             left -= parts[-1]
         chunks.append(tuple(parts))
     floats = [np.float32, np.float16, np.float64]
-    dtype = draw(st.sampled_from(floats if op in ("average", "average_incl", "lp")
-                                 else O.ALL_DTYPES))
+    dtype = draw(st.sampled_from([np.uint8, np.int8] if op == "quantized" else
+                                 O.ALL_DTYPES if op.startswith("max") else floats))
     kw = dict(strides=strides, start_padding=start, end_padding=end, dilations=dil,
               output_sizes=sizes)
     out_chunks = draw(st.sampled_from([None, None, 2, "auto"]))
     return op, tuple(shape), window, kw, tuple(chunks), dtype, out_chunks
 
 
+def _quantization(c, dtype, seed):
+    """Per-channel or per-tensor scales and zero points of ``dtype`` for C channels."""
+    rng = np.random.default_rng(seed)
+    shape = (1, c) + (1,) * 3 if seed % 2 else ()
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    zp = lambda: rng.integers(lo, hi + 1, shape[:2]).astype(dtype).reshape(shape[:2] + (1,) * 2) \
+        if shape else dtype(rng.integers(lo, hi + 1))
+    scale = lambda: rng.uniform(0.01, 3.0, shape[:2]).astype(np.float32) if shape else 0.7
+    return scale(), zp(), scale(), zp()
+
+
 def _pool_call(op, x, window, kw, **more):
+    if op == "quantized":
+        rank = len(x.shape)
+        q = [a.reshape(a.shape[:2] + (1,) * (rank - 2)) if isinstance(a, np.ndarray) else a
+             for a in _quantization(x.shape[1], np.dtype(x.dtype).type, kw["seed"])]
+        seed = kw["seed"]
+        kw = {k: v for k, v in kw.items() if k not in ("seed", "output_sizes")}
+        return dml.quantized_linear_average_pooling(x, *q, window, include_padding=seed & 2 > 0,
+                                                    **kw, **more)
+    kw = {k: v for k, v in kw.items() if k != "seed"}
     if op.startswith("average"):
         return dml.average_pooling(x, window, include_padding=op == "average_incl", **kw, **more)
     if op == "lp":
@@ -171,10 +197,11 @@ def _pool_call(op, x, window, kw, **more):
 @settings(max_examples=100)
 @given(case=pool_cases(), seed=st.integers(0, 2**32 - 1))
 def test_pooling_of_dask_arrays_is_the_in_memory_result(case, seed):
-    """Average (real or padded divisors), max (with global flat indices) and Lp pooling of
-    Dask arrays: windows, dilations, asymmetric pads and F + 1 outputs straddling chunks of
+    """Average (real or padded divisors), max (with global flat indices), Lp and quantized
+    (per tensor or per channel) pooling of Dask arrays: windows, dilations, asymmetric pads and F + 1 outputs straddling chunks of
     one element up, windows that read no real element: the in-memory bits."""
     op, shape, window, kw, chunks, dtype, out_chunks = case
+    kw = dict(kw, seed=seed)
     if np.dtype(dtype).kind == "f":
         x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
     else:
@@ -262,3 +289,151 @@ def test_pooling_an_empty_batch_gives_empty_outputs():
     assert isinstance(y, da.Array) and y.shape == want.shape and i.dtype == want_i.dtype
     assert dml.average_pooling(da.ones((2, 0, 4, 4), chunks=1), 3).compute().shape == \
         (2, 0, 2, 2)
+
+
+@settings(max_examples=60)
+@given(case=pool_cases(ops=["max", "average", "average_incl"]), seed=st.integers(0, 2**32 - 1),
+       data=st.data())
+def test_gradients_of_dask_arrays_are_the_in_memory_result(case, seed, data):
+    """Both gradients, planned from the input side (each block of dx gathers the outputs
+    whose windows touch it), on every chunking of x and of dy: the in-memory bits, ties
+    and windows of no real element included."""
+    op, shape, window, kw, chunks, _, out_chunks = case
+    dtype = data.draw(st.sampled_from([np.float32, np.float16, np.float64]))
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, shape).astype(dtype)        # (ties)
+    kw = dict(kw)
+    sizes = kw.pop("output_sizes")
+    try:
+        y = dml.max_pooling(x, window, output_sizes=sizes, **kw)
+    except dml.DmlError:
+        return
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    dy_chunks = tuple(data.draw(st.integers(1, max(n, 1))) for n in dy.shape)
+    if op == "max":
+        want = dml.max_pooling_grad(x, dy, window, **kw)
+        got = dml.max_pooling_grad(da.from_array(x, chunks=chunks),
+                                   da.from_array(dy, chunks=dy_chunks), window, **kw,
+                                   chunks=out_chunks)
+    else:
+        args = dict(kw, input_sizes=shape[2:], include_padding=op == "average_incl")
+        try:
+            want = dml.average_pooling_grad(dy, window, **args)
+        except dml.DmlError as e:
+            with pytest.raises(type(e)) as lazy:
+                dml.average_pooling_grad(da.from_array(dy, chunks=dy_chunks), window, **args)
+            assert str(lazy.value) == str(e)
+            return
+        got = dml.average_pooling_grad(da.from_array(dy, chunks=dy_chunks), window, **args,
+                                       chunks=out_chunks)
+    assert isinstance(got, da.Array) and got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(O.bits(got.compute(scheduler="synchronous")), O.bits(want))
+
+
+@st.composite
+def unpool_cases(draw):
+    k = draw(st.integers(1, 2))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + \
+        tuple(draw(st.integers(1, 5)) for _ in range(k))
+    out = shape[:2] + tuple(n * draw(st.integers(1, 3)) for n in shape[2:])
+    chunk = lambda n: draw(st.integers(1, n))
+    return (shape, out, tuple(chunk(n) for n in shape), tuple(chunk(n) for n in shape),
+            draw(st.sampled_from([None, 2, tuple(chunk(n) for n in out)])),
+            draw(st.sampled_from([np.uint32, np.uint64, np.int64])),
+            draw(st.sampled_from(O.ALL_DTYPES)))
+
+
+@settings(max_examples=40)
+@given(case=unpool_cases(), seed=st.integers(0, 2**32 - 1))
+def test_unpooling_of_dask_arrays_is_the_in_memory_result(case, seed):
+    """Max unpooling at arbitrary indices (duplicates: the later in flat input order wins;
+    "no element" ones skipped) with x, the indices and the output chunked apart."""
+    shape, out, x_chunks, i_chunks, out_chunks, idt, dtype = case
+    rng = np.random.default_rng(seed)
+    x = O.random_bits(seed, shape, dtype)
+    count = int(np.prod(out))
+    # few distinct places: many duplicates
+    idx = rng.integers(0, max(1, count // 3), shape).astype(idt)
+    idx[rng.random(shape) < 0.2] = np.iinfo(idt).max if idt != np.int64 else -1
+    want = dml.max_unpooling(x, idx, out)
+    got = dml.max_unpooling(da.from_array(x, chunks=x_chunks),
+                            da.from_array(idx, chunks=i_chunks), out, chunks=out_chunks)
+    assert isinstance(got, da.Array) and got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(O.bits(got.compute(scheduler="synchronous")), O.bits(want))
+
+
+def test_unpooling_an_index_outside_the_output_is_the_in_memory_error():
+    x = np.ones((1, 2, 3, 3), np.float32)
+    idx = np.zeros(x.shape, np.uint32)
+    idx[0, 1, 2, 1] = 2 * 6 * 6
+    with pytest.raises(dml.InvalidArgumentError) as memory:
+        dml.max_unpooling(x, idx, (1, 2, 6, 6))
+    y = dml.max_unpooling(da.from_array(x, chunks=1), da.from_array(idx, chunks=2),
+                          (1, 2, 6, 6))
+    with pytest.raises(dml.InvalidArgumentError) as lazy:
+        y.compute(scheduler="synchronous")
+    assert str(lazy.value) == str(memory.value)
+    assert "indices[0, 1, 2, 1] = 72" in str(memory.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("chunks", [1, 2, (2, 3, 5, 4), -1])
+def test_roi_pooling_of_dask_arrays_is_the_in_memory_result(dtype, chunks):
+    """Boxes inside, across and outside the input, inverted and fractional ones, several
+    per image, any order: the in-memory bits."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-5, 6, (3, 5, 13, 11)).astype(dtype)
+    rois = np.array([[2, 1, 1, 5, 7], [0, -3, -2, 20, 4], [2, 8, 9, 3, 1],
+                     [1, 30, 30, 40, 40], [0, 2.6, 3.4, 6.5, 8.5], [2, 0, 0, 10, 12]], dtype)
+    want = dml.roi_pooling(x, rois, spatial_scale=0.9, pooled_size=(3, 2))
+    got = dml.roi_pooling(da.from_array(x, chunks=chunks), rois, spatial_scale=0.9,
+                          pooled_size=(3, 2))
+    assert got.chunks[:2] == ((6,), da.from_array(x, chunks=chunks).chunks[1])
+    assert np.array_equal(O.bits(got.compute(scheduler="synchronous")), O.bits(want))
+    # the boxes are checked at the call
+    with pytest.raises(dml.InvalidArgumentError, match="batch index"):
+        dml.roi_pooling(da.from_array(x, chunks=chunks), rois + 3, spatial_scale=1,
+                        pooled_size=2)
+
+
+def _descs():
+    t = dml.TensorDesc
+    f32, u32 = "FLOAT32", "UINT32"
+    pool = dict(strides=(2, 2), window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1))
+    yield dml.MaxPooling2Desc(input_tensor=t(f32, (2, 3, 9, 8)),
+                              output_tensor=t(f32, (2, 3, 5, 4)),
+                              output_indices_tensor=t(u32, (2, 3, 5, 4)),
+                              dilations=(1, 1), **pool), ("input_tensor",)
+    yield dml.AveragePooling1Desc(input_tensor=t(f32, (2, 3, 9, 8)),
+                                  output_tensor=t(f32, (2, 3, 5, 4)), dilations=(1, 1),
+                                  include_padding=True, **pool), ("input_tensor",)
+    yield dml.MaxPoolingGradDesc(input_tensor=t(f32, (2, 3, 9, 8)),
+                                 input_gradient_tensor=t(f32, (2, 3, 5, 4)),
+                                 output_gradient_tensor=t(f32, (2, 3, 9, 8)), dilations=(1, 1),
+                                 **pool), ("input_tensor", "input_gradient_tensor")
+    yield dml.AveragePoolingGradDesc(input_gradient_tensor=t(f32, (2, 3, 5, 4)),
+                                     output_gradient_tensor=t(f32, (2, 3, 9, 8)),
+                                     **pool), ("input_gradient_tensor",)
+    yield dml.Padding1Desc(input_tensor=t(f32, (2, 3, 9, 8)),
+                           output_tensor=t(f32, (2, 3, 30, 9)), padding_mode="SYMMETRIC",
+                           start_padding=(0, 0, 20, 0), end_padding=(0, 0, 1, 1)), \
+        ("input_tensor",)
+
+
+@pytest.mark.parametrize("desc, lazy", list(_descs()), ids=lambda v: getattr(v, "op", None))
+def test_execute_takes_dask_arrays(desc, lazy):
+    """CompiledOperator.execute with Dask inputs (some or all of them): lazy outputs, the
+    in-memory bits."""
+    op = dml.compile_operator(desc)
+    rng = np.random.default_rng(0)
+    arrays = {f: rng.integers(-4, 5, getattr(desc, f).sizes).astype(np.float32) for f in lazy}
+    want = op.execute(**arrays)
+    got = op.execute(**{f: da.from_array(a, chunks=2) if f == lazy[0] else a
+                        for f, a in arrays.items()})
+    assert set(got) == set(want)
+    for f in want:
+        assert isinstance(got[f], da.Array)
+        assert np.array_equal(O.bits(got[f].compute(scheduler="synchronous")), O.bits(want[f]))
+    with pytest.raises(dml.UnsupportedError, match="lazy"):
+        op.execute(**{f: da.from_array(a) for f, a in arrays.items()},
+                   **{f: np.empty(w.shape, w.dtype) for f, w in want.items()})

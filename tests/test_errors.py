@@ -1141,14 +1141,16 @@ def _lazy(module):
 
 @pytest.mark.parametrize("module", ["dask.array.core", "cupy._core.core"])
 def test_dask_and_cupy_inputs_unsupported(module):
-    # SPEC 5: "until then a Dask or CuPy input is an UnsupportedError that says so", for every
-    # array argument (data, indices, scales, zero points); Dask's only where its plans do not
-    # exist yet (every function but padding)
+    # SPEC 5: "until then a CuPy input is an UnsupportedError that says so", for every array
+    # argument (data, indices, scales, zero points); SPEC 6: Dask inputs are taken
+    # (tests/test_dask.py) but quantization parameters (and ROI boxes) stay NumPy
     lazy, word = _lazy(module), module.split(".")[0]
     x, xi = x4(), x4(dtype=np.int8)
-    expect(Uns, lambda: dml.max_pooling(lazy(x), 2), words=["max_pooling", word])
-    if word == "cupy":      # (padding takes Dask arrays: tests/test_dask.py)
+    if word == "cupy":
+        expect(Uns, lambda: dml.max_pooling(lazy(x), 2), words=["max_pooling", word])
         expect(Uns, lambda: dml.padding(lazy(x), 1, 1), words=["padding", word])
+    else:
+        word = "Dask"
     ones, zeros = np.ones((1, 1, 1, 1), F32), np.zeros((1, 1, 1, 1), np.int8)
     calls = [lambda: dml.quantized_linear_average_pooling(xi, lazy(ones), None, 1.0, None, 2),
              lambda: dml.quantized_linear_average_pooling(xi, 1.0, lazy(zeros), 1.0, None, 2),

@@ -1,14 +1,18 @@
-"""Dask arrays through the functions (SPEC 6): the call is validated at once, exactly as in
-memory (on a stand-in of the array's shape and type that holds no data), and returns a lazy
-Dask array whose computed result is the in-memory result bit for bit, whatever the chunking.
+"""Dask arrays through the functions and ``execute`` (SPEC 6): the call is validated at
+once, exactly as in memory (on a stand-in of the array's shape and type that holds no
+data), and returns a lazy Dask array whose computed result is the in-memory result bit for
+bit, whatever the chunking. Every plan runs the in-memory kernel on local problems:
 
-Padding is planned per dimension: the start and end pads are gathers (``take``) of the few
-input slices their sources lie in, or blocks of the value (constant mode), set beside the
-input itself, so an output block reads only the input it copies; pads wider than the input
-(several periods of reflection, symmetry or wrap) included. Average, max and Lp pooling are
-planned from the output side: each output block runs the in-memory kernel on the input its
-windows cover (``pooling``). The gradients, quantized pooling, unpooling and ROI pooling of
-Dask arrays arrive with a later version.
+- padding: per dimension, the pads are gathers (``take``) of the few input slices their
+  sources lie in, or blocks of the value, set beside the input (``padding``);
+- average, max, Lp and quantized pooling: from the output side, each output block on the
+  input its windows cover (``pooling``);
+- the gradients: from the input side, each block of dx on the outputs whose windows touch it
+  (``pooling_grad``);
+- unpooling: each input block sorts its (position, index, value) triples into the output
+  chunks they name, each output chunk applies its own in input order (``unpooling``);
+- ROI pooling: per image and chunk of channels, the bounding box of the image's boxes
+  (``roi_pooling``).
 
 Dask is imported only here, only when a Dask array is passed (the ``dask`` extra).
 """
@@ -110,12 +114,57 @@ def _pool_chunks(x, g):
     return tuple(out)
 
 
+def _reach(g, eff, i, o0, o1, n):
+    """Outputs [o0, o1) along spatial dimension ``i`` (input size ``n``): the real input
+    rows their windows read, [lo, hi), and the local pads (start, end) that give a local
+    problem on those rows the same windows (padding only where the whole problem has it);
+    None where they read no real element."""
+    lo = o0 * g.strides[i] - g.start[i]
+    hi = (o1 - 1) * g.strides[i] - g.start[i] + eff[i]
+    rlo, rhi = max(lo, 0), min(hi, n)
+    if rlo >= rhi:
+        return None
+    return rlo, rhi, rlo - lo, max(0, min(hi, n + g.end[i]) - rhi)
+
+
+def _assemble(shape, block, count):
+    """Arrays of ``count`` outputs made of blocks: ``block(index)`` gives the ``count``
+    Dask arrays at block ``index`` of a grid of ``shape``."""
+    import dask.array as da
+
+    blocks = np.empty(shape, dtype=object)
+    for index in np.ndindex(*shape):
+        blocks[index] = block(index)
+    outs = []
+    for j in range(count):
+        nested = np.empty(shape, dtype=object)
+        for index in np.ndindex(*shape):
+            nested[index] = blocks[index][j]
+        outs.append(da.block(nested.tolist()))
+    return outs
+
+
+def _spans(chunks):
+    """Each dimension's chunk boundaries, as (start, stop) per chunk."""
+    return [list(zip(np.cumsum((0,) + c)[:-1].tolist(), np.cumsum(c).tolist()))
+            for c in chunks]
+
+
+def _channels(extra, c0, c1):
+    """Quantization parameters for channels [c0, c1): per-channel ones sliced."""
+    if extra is None:
+        return None
+    return {k: (a[:, c0:c1] if a.ndim > 1 and a.shape[1] > 1 else a) for k, a in extra.items()}
+
+
 def pooling(x, call, kernels, chunks, names: Names):
     """The lazy pooling of Dask array ``x`` by ``call.plan`` (average, max with or without
-    indices, Lp): each output block reads the input its windows cover and runs the in-memory
-    kernel on that local problem (the same windows, the same real elements and divisors, so
-    the same sums in the same order); flat indices made global. Blocks whose windows cover no
-    real element along some dimension are that result's fill (computed in memory)."""
+    indices, Lp, quantized average): each output block reads the input its windows cover
+    and runs the in-memory kernel on that local problem (the same windows, the same real
+    elements and divisors, so the same sums in the same order); flat indices made global,
+    per-channel quantization parameters sliced to the block's channels. Blocks whose windows
+    cover no real element along some dimension are that result's fill (computed in
+    memory)."""
     import dask
     import dask.array as da
 
@@ -130,28 +179,26 @@ def pooling(x, call, kernels, chunks, names: Names):
     idx_dtype = np.dtype(call.outputs[1][2]) if pair else None
     out_chunks = output_chunks(chunks, g.output_sizes, out_dtype, names, _pool_chunks(x, g))
     eff = [effective(g.window[i], g.dilations[i]) for i in range(k)]
-    fills = _fills(plan, kernels, x.dtype, out_dtype, idx_dtype)
+    fills = _fills(plan, kernels, x.dtype, out_dtype, idx_dtype, call.extra)
     full = tuple(int(n) for n in x.shape)
-    bounds = [np.cumsum((0,) + c) for c in out_chunks]
+    spans = _spans(out_chunks)
 
     def block(index):
-        o = [(int(bounds[d][j]), int(bounds[d][j + 1])) for d, j in enumerate(index)]
+        o = [spans[d][j] for d, j in enumerate(index)]
         shape = tuple(b - a for a, b in o)
         region, start, end = [slice(*o[0]), slice(*o[1])], [], []
         for i in range(k):
-            (o0, o1), n = o[2 + i], full[2 + i]
-            lo = o0 * g.strides[i] - g.start[i]
-            hi = (o1 - 1) * g.strides[i] - g.start[i] + eff[i]
-            rlo, rhi = max(lo, 0), min(hi, n)
-            if rlo >= rhi:          # no window of the block reads a real element here
-                return [da.full(shape, f, dtype=f.dtype) for f in fills]
-            region.append(slice(rlo, rhi))
-            start.append(rlo - lo)
-            end.append(max(0, min(hi, n + g.end[i]) - rhi))
+            reach = _reach(g, eff, i, *o[2 + i], full[2 + i])
+            if reach is None:       # no window of the block reads a real element here
+                return [_fill(f, *o[1], shape) for f in fills]
+            region.append(slice(reach[0], reach[1]))
+            start.append(reach[2])
+            end.append(reach[3])
         local = x[tuple(region)].rechunk(-1)
         lg = Window(local.shape, g.window, g.strides, tuple(start), tuple(end), g.dilations,
                     shape)
         lplan = dataclasses.replace(plan, geometry=lg)
+        extra = _channels(call.extra, *o[1])
         origin = [o[0][0], o[1][0]] + [r.start for r in region[2:]]
 
         def run(xb):
@@ -159,26 +206,94 @@ def pooling(x, call, kernels, chunks, names: Names):
             if pair:
                 ys.append(np.empty(shape, idx_dtype))
             with on_this_thread():      # (the scheduler's threads are the parallelism)
-                _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), ys)
+                _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), ys, extra)
             if pair:
                 ys[1] = _global_indices(ys[1], xb.shape, origin, full, plan.empty_index)
             return tuple(ys)
         task = dask.delayed(run, nout=2 if pair else 1, pure=False)(local)
-        if not pair:
-            return [da.from_delayed(task[0], shape, dtype=out_dtype)]
-        return [da.from_delayed(task[0], shape, dtype=out_dtype),
-                da.from_delayed(task[1], shape, dtype=idx_dtype)]
+        dtypes = (out_dtype, idx_dtype) if pair else (out_dtype,)
+        return [da.from_delayed(task[j], shape, dtype=dt) for j, dt in enumerate(dtypes)]
 
-    blocks = np.empty(tuple(len(c) for c in out_chunks), dtype=object)
-    for index in np.ndindex(*blocks.shape):
-        blocks[index] = block(index)
-    outs = []
-    for j in range(2 if pair else 1):
-        nested = np.empty(blocks.shape, dtype=object)
-        for index in np.ndindex(*blocks.shape):
-            nested[index] = blocks[index][j]
-        outs.append(da.block(nested.tolist()))
+    outs = _assemble(tuple(len(c) for c in out_chunks), block, 2 if pair else 1)
     return (outs[0], outs[1]) if pair else outs[0]
+
+
+def _grad_chunks(dy, g):
+    """dx's chunks where only dy is given: N and C as dy's, each spatial dimension cut where
+    dy's chunks' windows start (the inverse of ``_pool_chunks``)."""
+    out = [dy.chunks[0], dy.chunks[1]]
+    for i in range(g.k):
+        n, s, a = g.input_sizes[2 + i], g.strides[i], g.start[i]
+        starts = np.cumsum((0,) + dy.chunks[2 + i])[1:-1]
+        cuts = sorted({0, n} | {min(n, max(0, int(b) * s - a)) for b in starts})
+        out.append(tuple(hi - lo for lo, hi in zip(cuts, cuts[1:])))
+    return tuple(out)
+
+
+def pooling_grad(x, dy, call, kernels, chunks, names: Names):
+    """The lazy gradient (max: ``x`` and ``dy``; average: ``dy`` alone, ``x`` None),
+    planned from the input side: each block of dx gathers the forward outputs whose windows
+    touch it (their dy and, for max, the input those windows read) and runs the in-memory
+    kernel on that local problem, so every element gets the same contributions in the same
+    ascending output order; the block is cut from the local result. No atomics, no
+    scatter."""
+    import dask
+    import dask.array as da
+
+    from . import pooling as _pool
+    from .window import Window, effective
+
+    plan = call.plan
+    g = plan.geometry
+    k = g.k
+    dtype = np.dtype(call.outputs[0][2])
+    default = x.chunks if x is not None else _grad_chunks(dy, g)
+    out_chunks = output_chunks(chunks, g.input_sizes, dtype, names, default)
+    eff = [effective(g.window[i], g.dilations[i]) for i in range(k)]
+    spans = _spans(out_chunks)
+
+    def block(index):
+        o = [spans[d][j] for d, j in enumerate(index)]
+        shape = tuple(b - a for a, b in o)
+        outs, region, start, end, cut = [slice(*o[0]), slice(*o[1])], [], [], [], []
+        for i in range(k):
+            (b0, b1), s, a = o[2 + i], g.strides[i], g.start[i]
+            f = g.output_sizes[2 + i]
+            # the outputs whose window [o * s - a, o * s - a + eff) meets [b0, b1)
+            o0 = max(0, (b0 + a - eff[i]) // s + 1)
+            o1 = min(f, -(-(b1 + a) // s))
+            reach = _reach(g, eff, i, o0, o1, g.input_sizes[2 + i]) if o0 < o1 else None
+            if reach is None or reach[1] <= b0 or reach[0] >= b1:
+                return [da.zeros(shape, dtype=dtype)]
+            outs.append(slice(o0, o1))
+            region.append(slice(reach[0], reach[1]))
+            start.append(reach[2])
+            end.append(reach[3])
+            lo, hi = max(b0, reach[0]), min(b1, reach[1])
+            cut.append((slice(lo - b0, hi - b0), slice(lo - reach[0], hi - reach[0])))
+        local_dy = dy[tuple(outs)].rechunk(-1)
+        sizes = shape[:2] + tuple(r.stop - r.start for r in region)
+        lg = Window(sizes, g.window, g.strides, tuple(start), tuple(end), g.dilations,
+                    local_dy.shape)
+        lplan = dataclasses.replace(plan, geometry=lg)
+
+        def run(dyb, xb=None):
+            dx = np.empty(sizes, dtype)
+            with on_this_thread():
+                if xb is None:
+                    _pool.run_pooling(lplan, kernels, np.ascontiguousarray(dyb), [dx])
+                else:
+                    _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), [dx],
+                                      {"dy": np.ascontiguousarray(dyb)})
+            y = np.zeros(shape, dtype)
+            y[(slice(None),) * 2 + tuple(c[0] for c in cut)] = \
+                dx[(slice(None),) * 2 + tuple(c[1] for c in cut)]
+            return y
+        args = (local_dy,) if x is None else (local_dy, x[tuple(outs[:2] + region)].rechunk(-1))
+        task = dask.delayed(run, pure=False)(*args)
+        return [da.from_delayed(task, shape, dtype=dtype)]
+
+    return _assemble(tuple(len(c) for c in out_chunks), block, 1)[0]
 
 
 def _global_indices(local, local_shape, origin, full, empty):
@@ -191,19 +306,177 @@ def _global_indices(local, local_shape, origin, full, empty):
     return np.where(none, local, glob.astype(local.dtype))
 
 
-def _fills(plan, kernels, dtype, out_dtype, idx_dtype):
+def _fills(plan, kernels, dtype, out_dtype, idx_dtype, extra=None):
     """The outputs of a window that reads no real element (value, then index), as the
-    kernel writes them: one such window run in memory."""
+    kernel writes them: one such window run in memory, per channel where a quantization
+    parameter is (the output zero point is the fill), shaped (1, C or 1, 1, ...)."""
     from . import pooling as _pool
     from .window import Window
 
     g = plan.geometry
     k = g.k
-    x = np.zeros((1, 1) + (1,) * k, dtype)
-    lg = Window(x.shape, (1,) * k, (1,) * k, (1,) * k, (0,) * k, (1,) * k, (1, 1) + (1,) * k)
-    ys = [np.empty((1, 1) + (1,) * k, out_dtype)]
+    c = max([a.shape[1] for a in (extra or {}).values() if a.ndim > 1] + [1])
+    x = np.zeros((1, c) + (1,) * k, dtype)
+    lg = Window(x.shape, (1,) * k, (1,) * k, (1,) * k, (0,) * k, (1,) * k, x.shape)
+    ys = [np.empty(x.shape, out_dtype)]
     if idx_dtype is not None:
-        ys.append(np.empty((1, 1) + (1,) * k, idx_dtype))
+        ys.append(np.empty(x.shape, idx_dtype))
     with on_this_thread():
-        _pool.run_pooling(dataclasses.replace(plan, geometry=lg), kernels, x, ys)
-    return [y.reshape(()) for y in ys]
+        _pool.run_pooling(dataclasses.replace(plan, geometry=lg), kernels, x, ys, extra)
+    return ys
+
+
+def _fill(f, c0, c1, shape):
+    """A block of ``shape`` (channels [c0, c1)) of fill ``f`` (``_fills``)."""
+    import dask.array as da
+
+    part = f[:, c0:c1] if f.shape[1] > 1 else f
+    return da.broadcast_to(da.from_array(part), shape, chunks=shape)
+
+
+def _scaled_chunks(chunks, n, m):
+    """Chunks of a dimension of ``m`` elements cut where chunks ``chunks`` of ``n`` are,
+    scaled by m / n."""
+    cuts = sorted({0, m} | {int(b) * m // n for b in np.cumsum(chunks)[:-1]})
+    return tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]))
+
+
+def unpooling(x, indices, call, kernels, chunks, names: Names):
+    """The lazy max unpooling of ``x`` at ``indices`` (Dask arrays of one shape): each input
+    block checks its indices and sorts its (position, index, value) triples into the output
+    chunks they name; each output chunk applies the triples it is sent in flat input order
+    (the in-memory kernel on them, so the later of two elements naming one place wins, as in
+    memory). Output chunks: N and C as the input's, the others cut where the input's are,
+    scaled to the output's size. An index outside the output is the in-memory error, raised
+    when the block holding it is computed."""
+    import dask
+    import dask.array as da
+
+    from . import pooling as _pool
+
+    plan = call.plan
+    dtype = np.dtype(call.outputs[0][2])
+    full, out_sizes = tuple(plan.input_sizes), tuple(plan.output_sizes)
+    default = tuple(x.chunks[d] if d < 2 else _scaled_chunks(x.chunks[d], full[d], out_sizes[d])
+                    for d in range(x.ndim))
+    out_chunks = output_chunks(chunks, out_sizes, dtype, names, default)
+    indices = indices.rechunk(x.chunks)
+    bounds = [np.cumsum((0,) + c) for c in out_chunks]
+    grid = tuple(len(c) for c in out_chunks)
+    in_spans = _spans(x.chunks)
+    empty = plan.empty_index
+
+    def sort(xb, ib, origin):
+        _pool.check_unpool_indices(plan, ib, names, origin)
+        return _sorted_triples(xb, ib, origin, full, out_sizes, bounds, grid, empty)
+
+    parts = {}
+    for index in np.ndindex(*(len(c) for c in x.chunks)):
+        o = [in_spans[d][j] for d, j in enumerate(index)]
+        region = tuple(slice(*s) for s in o)
+        task = dask.delayed(sort, pure=False)(x[region].rechunk(-1), indices[region].rechunk(-1),
+                                              [s[0] for s in o])
+        parts[index] = task
+    spans = _spans(out_chunks)
+
+    def block(index):
+        shape = tuple(b - a for a, b in (spans[d][j] for d, j in enumerate(index)))
+        flat = int(np.ravel_multi_index(index, grid))
+        pieces = [dask.delayed(_piece, pure=True)(t, flat) for t in parts.values()]
+
+        def run(pieces):
+            y = np.zeros(shape, dtype)
+            got = [p for p in pieces if p is not None]
+            if got:
+                pos = np.concatenate([p[0] for p in got])
+                order = np.argsort(pos, kind="stable")
+                at = np.concatenate([p[1] for p in got])[order]
+                v = np.concatenate([p[2] for p in got])[order]
+                with on_this_thread():
+                    kernels.max_unpooling(v.reshape(1, 1, -1), at.reshape(1, 1, -1),
+                                          y.reshape(1, 1, -1), 2**64 - 1)
+            return y
+        return [da.from_delayed(dask.delayed(run, pure=False)(pieces), shape, dtype=dtype)]
+
+    return _assemble(grid, block, 1)[0]
+
+
+def _piece(triples, flat):
+    return triples.get(flat)
+
+
+def _sorted_triples(xb, ib, origin, full, out_sizes, bounds, grid, empty):
+    """A block's (input position, place in its output chunk, value) triples by output chunk
+    (flat chunk number), "no element" indices left out."""
+    flat = ib.reshape(-1)
+    keep = np.ones(flat.shape, bool) if empty is None else flat != np.asarray(empty, flat.dtype)
+    at = flat[keep].astype(np.uint64)
+    values = np.ascontiguousarray(xb).reshape(-1)[keep]
+    coords = np.indices(ib.shape).reshape(ib.ndim, -1)[:, keep]
+    pos = np.ravel_multi_index(tuple(c + o for c, o in zip(coords, origin)), full)
+    out = np.unravel_index(at.astype(np.int64), out_sizes)
+    which = [np.searchsorted(b, c, side="right") - 1 for b, c in zip(bounds, out)]
+    chunk = np.ravel_multi_index(tuple(which), grid)
+    shapes = [np.diff(b)[w] for b, w in zip(bounds, which)]
+    rel = [c - b[w] for c, b, w in zip(out, bounds, which)]
+    local = np.zeros(at.shape, np.uint64)
+    for r, n in zip(rel, shapes):
+        local = local * n.astype(np.uint64) + r.astype(np.uint64)
+    order = np.argsort(chunk, kind="stable")
+    chunk, pos, local, values = chunk[order], pos[order], local[order], values[order]
+    cuts = np.flatnonzero(np.diff(chunk)) + 1
+    return {int(c[0]): (p, l, v) for c, p, l, v in zip(np.split(chunk, cuts),
+                                                      np.split(pos, cuts),
+                                                      np.split(local, cuts),
+                                                      np.split(values, cuts)) if c.size}
+
+
+def roi_pooling(x, regions, call, kernels, chunks, names: Names):
+    """The lazy ROI pooling of Dask array ``x`` by ``regions`` (the boxes already scaled,
+    rounded and checked at the call: ``pooling.roi_regions``): per image and chunk of
+    channels, one task reads the bounding box of that image's boxes (clipped to the input)
+    and runs the in-memory kernel on the boxes moved into it (a bin clipped to the box is
+    the bin clipped to the input: the box holds every real element of every bin). Outputs in
+    the boxes' order; ``chunks`` chunks them, by default all boxes in one chunk and C as the
+    input's."""
+    import dask
+    import dask.array as da
+
+    dtype = np.dtype(call.outputs[0][2])
+    ph, pw = call.plan.pooled_size
+    h, w = int(x.shape[2]), int(x.shape[3])
+    out_chunks = output_chunks(chunks, call.outputs[0][1], dtype, names,
+                               ((len(regions),), x.chunks[1], (ph,), (pw,)))
+    rows, groups = [], []
+    for b in np.unique(regions[:, 0]):
+        which = np.flatnonzero(regions[:, 0] == b)
+        r = regions[which]
+        # each box's real rows and columns: [y1, y1 + RH) and [x1, x1 + RW), clipped
+        y0, x0 = np.maximum(r[:, 2], 0), np.maximum(r[:, 1], 0)
+        y1 = np.minimum(r[:, 2] + np.maximum(r[:, 4] - r[:, 2] + 1, 1), h)
+        x1 = np.minimum(r[:, 1] + np.maximum(r[:, 3] - r[:, 1] + 1, 1), w)
+        real = (y1 > y0) & (x1 > x0)
+        box = (int(y0[real].min()), int(y1[real].max()), int(x0[real].min()),
+               int(x1[real].max())) if real.any() else None
+        parts = []
+        for c0, c1 in _spans((x.chunks[1],))[0]:
+            shape = (len(which), c1 - c0, ph, pw)
+            if box is None:         # every bin of every box is empty: 0
+                parts.append(da.zeros(shape, dtype=dtype))
+                continue
+            local = r.copy()
+            local[:, 0] = 0
+            local[:, [1, 3]] -= box[2]
+            local[:, [2, 4]] -= box[0]
+
+            def run(xb, local=local, shape=shape):
+                y = np.empty(shape, dtype)
+                with on_this_thread():
+                    kernels.roi_pooling(np.ascontiguousarray(xb), local, y)
+                return y
+            xb = x[int(b):int(b) + 1, c0:c1, box[0]:box[1], box[2]:box[3]].rechunk(-1)
+            parts.append(da.from_delayed(dask.delayed(run, pure=False)(xb), shape, dtype=dtype))
+        groups.append(da.concatenate(parts, axis=1))
+        rows.append(which)
+    order = np.argsort(np.concatenate(rows), kind="stable")
+    return da.concatenate(groups, axis=0)[order].rechunk(out_chunks)

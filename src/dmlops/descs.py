@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backends import resolve as resolve_backend
+from . import _dask
 from . import padding as _pad
 from . import pooling as _pool
 from ._args import is_int, reraise
@@ -579,6 +580,8 @@ class CompiledOperator:
             if getattr(desc, key) is None and bindings[key] is not None:
                 raise names.invalid(f"execute: {key} is bound, but the description leaves it "
                                     f"out")
+        if any(_dask.is_dask(v) for v in bindings.values()):
+            return self._execute_lazy(bindings, known, names)
         views, given = {}, {}
         for field, (kind, optional) in known.items():
             t = getattr(desc, field)
@@ -613,6 +616,69 @@ class CompiledOperator:
         with_native_outputs(out_views, lambda outs: self._run(x, outs, views, extra, names))
         return result
 
+    def _execute_lazy(self, bindings, known, names):
+        """``execute`` with a Dask input (SPEC 6): lazy outputs, the same bits as in memory.
+        A Dask binding is taken by its logical shape, which must be the tensor's sizes (a
+        description's strides lay out memory, which a Dask array does not have); NumPy
+        inputs beside it bind as usual; outputs cannot be bound."""
+        import dask.array as da
+
+        desc, plan = self.desc, self.plan
+        lazy, views = {}, {}
+        for field, (kind, _) in known.items():
+            t, value = getattr(desc, field), bindings.get(field)
+            if t is None or value is None:
+                if kind == IN and t is not None:
+                    raise names.invalid(f"execute: the input {field} is not bound")
+                continue
+            if kind == OUT:
+                raise names.unsupported(f"execute: {field} is bound, but the inputs are Dask "
+                                        f"arrays: the outputs are new lazy arrays (store them "
+                                        f"with dask.array.store)")
+            if not _dask.is_dask(value):
+                views[field] = bind(value, t, names, field, output=False)
+                lazy[field] = da.from_array(np.ascontiguousarray(views[field]), chunks=-1)
+                continue
+            if value.dtype != t.dtype:
+                raise names.unsupported(f"{names(field)} has dtype {value.dtype}; the "
+                                        f"description says {t.data_type.name} ({t.dtype}), "
+                                        f"and bindings are not cast")
+            if tuple(value.shape) != tuple(t.sizes):
+                raise names.invalid(f"{names(field)} is a Dask array of shape {value.shape}; "
+                                    f"a Dask binding must have the tensor's sizes {t.sizes}")
+            lazy[field] = value
+        outs = [(f, getattr(desc, f).sizes, getattr(desc, f).dtype) for f, (k, _) in known.items()
+                if k == OUT and getattr(desc, f) is not None]
+        x = lazy.get("input_tensor")
+        call = _LazyCall(names, plan, outs, None)
+        kernels = self._kernels
+        if isinstance(plan, _pad.PadPlan):
+            ys = [_dask.padding(x, plan, None, names)]
+        elif isinstance(plan, _pool.UnpoolPlan):
+            ys = [_dask.unpooling(x, lazy["indices_tensor"], call, kernels, None,
+                                  names.with_fields(indices=("indices_tensor", 0)))]
+        elif isinstance(plan, _pool.RoiPlan):
+            if _dask.is_dask(bindings["roi_tensor"]):
+                raise names.unsupported(f"{names('roi_tensor')} is a Dask array; ROI boxes stay "
+                                        f"NumPy (SPEC 6)")
+            rois = native(views["roi_tensor"])
+            regions = _pool.roi_regions(plan, rois, names.with_fields(rois=("roi_tensor", 0)))
+            ys = [_dask.roi_pooling(x, regions, call, kernels, None, names)]
+        elif plan.kind in ("max_grad", "average_grad"):
+            dy = lazy["input_gradient_tensor"]
+            ys = [_dask.pooling_grad(x if plan.kind == "max_grad" else None, dy, call, kernels,
+                                     None, names)]
+        else:
+            if plan.kind == "quantized":
+                params = {f: v for f, v in views.items() if f != "input_tensor"}
+                if len(params) + 1 != len(lazy):
+                    raise names.unsupported("execute: quantization scales and zero points stay "
+                                            "NumPy (SPEC 6); the input alone may be a Dask array")
+                call = _LazyCall(names, plan, outs, self._quantization(params, names))
+            ys = _dask.pooling(x, call, kernels, None, names)
+            ys = list(ys) if isinstance(ys, tuple) else [ys]
+        return {f: y for (f, _, _), y in zip(outs, ys)}
+
     def _run(self, x, outs, views, extra, names):
         plan, kernels = self.plan, self._kernels
         if isinstance(plan, _pad.PadPlan):
@@ -643,6 +709,16 @@ class CompiledOperator:
             else:
                 out[key] = np.zeros((1,) * rank, dtype=np.int64)
         return out
+
+
+@dataclass(frozen=True)
+class _LazyCall:
+    """What the Dask plans read of a call (as ``functional._Call``)."""
+
+    names: Names
+    plan: object
+    outputs: list
+    extra: dict | None
 
 
 def check_no_overlap(names, inputs, outputs):

@@ -55,14 +55,13 @@ class _Call:
 # --- every call -------------------------------------------------------------------------
 
 def _not_lazy(x, names: Names, field: str):
-    """CuPy arrays are unsupported until their backend exists (SPEC 5), and Dask arrays
-    where their plans do not exist yet (SPEC 6: all but the inputs of padding and average,
-    max and Lp pooling), whatever the argument: data, indices, scales or zero points."""
+    """CuPy arrays are unsupported until their backend exists (SPEC 5); Dask arrays where an
+    argument must stay NumPy (SPEC 6: ROI boxes, quantization scales and zero points)."""
     module = type(x).__module__.split(".")[0]
     if module == "dask":
-        raise names.unsupported(f"{names(field)} is a dask array; padding and average, max "
-                                f"and Lp pooling take Dask arrays, {names.op} from a later "
-                                f"version of dmlops (pass a NumPy array)")
+        raise names.unsupported(f"{names(field)} is a Dask array; ROI boxes and quantization "
+                                f"scales and zero points stay NumPy (SPEC 6): pass "
+                                f"{field}.compute()")
     if module in ("cupy", "cupyx"):
         raise names.unsupported(f"{names(field)} is a {module} array; {module} inputs arrive "
                                 f"with a later version of dmlops (pass a NumPy array)")
@@ -342,7 +341,7 @@ def _plan_max_pooling_grad(x, dy, out, window_size, strides, start_padding, end_
 
 
 def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padding=0,
-                     dilations=1, out=None, backend=None):
+                     dilations=1, out=None, backend=None, chunks=None):
     """Gradient of max pooling (SPEC 3.5): each window's incoming gradient goes to its argmax
     (the element :func:`max_pooling` would index); contributions to one element are summed in
     ascending forward-output order, in float32 (float64 for float64), so results are
@@ -353,7 +352,14 @@ def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padd
     >>> dy = np.array([[1, 2], [4, 5]], np.float32).reshape(1, 1, 2, 2)
     >>> max_pooling_grad(x, dy, 2)[0, 0].tolist()
     [[0.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 4.0, 5.0]]
+
+    Dask arrays (``x``, ``dy`` or both) give a lazy Dask array, the same bits whatever the
+    chunking (SPEC 6); ``chunks`` chunks it, by default as ``x``.
     """
+    if _dask.is_dask(x) or _dask.is_dask(dy) or chunks is not None:
+        return _lazy_grad("max_pooling_grad", [("x", x), ("dy", dy)], out, backend, chunks,
+                          _plan_max_pooling_grad, window_size, strides, start_padding,
+                          end_padding, dilations)
     x = _input(x, "max_pooling_grad")
     dy = _input(dy, "max_pooling_grad", "dy")
     call = planned(_plan_max_pooling_grad, (x, dy, out), window_size, strides, start_padding,
@@ -394,7 +400,7 @@ def _plan_average_pooling_grad(dy, out, window_size, input_sizes, strides, start
 
 def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_padding=0,
                          end_padding=0, dilations=1, include_padding=False, out=None,
-                         backend=None):
+                         backend=None, chunks=None):
     """Gradient of average pooling (SPEC 3.2): each incoming value, divided by its window's
     divisor (as :func:`average_pooling` counts it), is added to every real element of the
     window. ``input_sizes`` are the forward input's sizes (k spatial sizes, or all k + 2);
@@ -405,7 +411,14 @@ def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_paddi
     >>> dy = np.array([[1, 2], [3, 4]], np.float32).reshape(1, 1, 2, 2)
     >>> average_pooling_grad(dy, 2, input_sizes=(3, 3))[0, 0].tolist()
     [[0.25, 0.75, 0.5], [1.0, 2.5, 1.5], [0.75, 1.75, 1.0]]
+
+    A Dask ``dy`` gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
+    ``chunks`` chunks it, by default where ``dy``'s chunks' windows start.
     """
+    if _dask.is_dask(dy) or chunks is not None:
+        return _lazy_grad("average_pooling_grad", [("dy", dy)], out, backend, chunks,
+                          _plan_average_pooling_grad, window_size, input_sizes, strides,
+                          start_padding, end_padding, dilations, include_padding)
     dy = _input(dy, "average_pooling_grad", "dy")
     call = planned(_plan_average_pooling_grad, (dy, out), window_size, input_sizes, strides,
                    start_padding, end_padding, dilations, include_padding)
@@ -476,7 +489,7 @@ def _plan_max_unpooling(x, indices, out, output_sizes):
     return _call(names, plan, ["input", "indices"], [out], [("output", sizes, dt)])
 
 
-def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
+def max_unpooling(x, indices, output_sizes, *, out=None, backend=None, chunks=None):
     """Max unpooling (SPEC 3.7): a zero output of ``output_sizes`` (the full shape, N and C
     as the input's), with ``x[i]`` written at flat position ``indices[i]`` (as
     :func:`max_pooling` returns them). The "no element" index (2^32-1, 2^64-1, or -1 for
@@ -488,7 +501,19 @@ def max_unpooling(x, indices, output_sizes, *, out=None, backend=None):
     >>> y, i = max_pooling(x, 2, strides=1, output_indices=True)
     >>> max_unpooling(y, i, (1, 1, 3, 3))[0, 0].tolist()
     [[0.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 6.0, 7.0]]
+
+    Dask arrays (``x``, ``indices`` or both) give a lazy Dask array, the same bits whatever
+    the chunking (SPEC 6); an index outside the output is the error above, raised when the
+    block holding it is computed. ``chunks`` chunks the output, by default N and C as the
+    input's and the other dimensions cut where the input's are, scaled to the output's size.
     """
+    if _dask.is_dask(x) or _dask.is_dask(indices) or chunks is not None:
+        call, kernels, stands, (x, indices) = _lazy_call(
+            "max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
+            _plan_max_unpooling, output_sizes)
+        if any(s.size == 0 for s in stands):
+            return _empty_lazy(call)
+        return _dask.unpooling(x, indices, call, kernels, chunks, call.names)
     x = _input(x, "max_unpooling")
     indices = _input(indices, "max_unpooling", "indices")
     call = planned(_plan_max_unpooling, (x, indices, out), output_sizes)
@@ -522,7 +547,7 @@ def _plan_roi_pooling(x, rois, out, spatial_scale, pooled_size):
     return _call(names, plan, ["input", "rois"], [out], [("output", sizes, dt)])
 
 
-def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
+def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None, chunks=None):
     """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
     with rows ``[batch, x1, y1, x2, y2]`` in input coordinates times ``spatial_scale``;
     ``pooled_size`` is ``(height, width)``. Corners are scaled and rounded half away from
@@ -535,7 +560,20 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None):
     >>> rois = np.array([[0, 0, 0, 3, 3]], np.float32)     # the input's type
     >>> roi_pooling(x, rois, spatial_scale=1.0, pooled_size=(2, 2))[0, 0].tolist()
     [[5.0, 7.0], [13.0, 15.0]]
+
+    A Dask ``x`` gives a lazy Dask array, the same bits whatever the chunking (SPEC 6); the
+    boxes stay NumPy, checked at the call. ``chunks`` chunks the output, by default all
+    boxes in one chunk and C as the input's.
     """
+    if _dask.is_dask(x) or chunks is not None:
+        rois = _input(rois, "roi_pooling", "rois")
+        call, kernels, (stand, _), (x, _) = _lazy_call(
+            "roi_pooling", [("x", x), ("rois", rois)], out, backend, chunks, _plan_roi_pooling,
+            spatial_scale, pooled_size)
+        regions = _pool.roi_regions(call.plan, rois, call.names)
+        if stand.size == 0 or len(regions) == 0:
+            return _empty_lazy(call)
+        return _dask.roi_pooling(x, regions, call, kernels, chunks, call.names)
     x = _input(x, "roi_pooling")
     rois = _input(rois, "roi_pooling", "rois")
     call = planned(_plan_roi_pooling, (x, rois, out), spatial_scale, pooled_size)
@@ -640,7 +678,7 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
                                      output_zero_point, window_size, *, strides=1,
                                      start_padding=0, end_padding=0, dilations=1,
                                      include_padding=False, output_dtype=None, out=None,
-                                     backend=None):
+                                     backend=None, chunks=None):
     """Quantized average pooling (SPEC 3.3), bit-exact: ``acc = Σ (x - zp_in)`` over real
     elements; in float32 ``t = acc * s_in / count / s_out``; ``q = round_half_even(t) + zp_out``
     clamped. Scales and zero points are per tensor (scalars) or per channel ``(1, C, 1, ...)``.
@@ -649,7 +687,16 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     >>> x = np.array([[10, 20], [30, 41]], np.uint8).reshape(1, 1, 2, 2)
     >>> quantized_linear_average_pooling(x, 0.5, 0, 0.25, 3, 2).ravel().tolist()
     [53]
+
+    A Dask ``x`` gives a lazy Dask array, the same bits whatever the chunking (SPEC 6); the
+    scales and zero points stay NumPy. ``chunks`` chunks the output, by default by the input
+    chunk each window starts in.
     """
+    if _dask.is_dask(x) or chunks is not None:
+        return _lazy_pooling("quantized_linear_average_pooling", x, out, backend, chunks,
+                             _plan_quantized, input_scale, input_zero_point, output_scale,
+                             output_zero_point, window_size, strides, start_padding,
+                             end_padding, dilations, include_padding, output_dtype)
     x = _input(x, "quantized_linear_average_pooling")
     call = planned(_plan_quantized, (x, out), input_scale, input_zero_point, output_scale,
                    output_zero_point, window_size, strides, start_padding, end_padding,
@@ -660,37 +707,65 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     return y
 
 
-def _lazy_call(op, x, out, backend, chunks, plan, *args):
-    """A Dask input's call validated and planned now, as in memory (on a stand-in of its
-    shape and type): ``(call, kernels, stand-in)``. ``chunks=`` is for Dask inputs only,
-    ``out=`` for NumPy ones."""
+def _lazy_call(op, arrays, out, backend, chunks, plan, *args):
+    """A call with a Dask operand validated and planned now, as in memory (a Dask operand
+    by a stand-in of its shape and type, a NumPy one as it is): ``(call, kernels, stand-ins,
+    operands as Dask arrays)``. ``arrays``: (field, array) in the plan's order. ``chunks=``
+    is for Dask inputs only, ``out=`` for NumPy ones."""
+    import dask.array as da
+
     names = Names(op)
-    if not _dask.is_dask(x):
-        raise names.invalid(f"chunks = {chunks!r} is for Dask inputs; x is a "
-                            f"{type(x).__name__}")
+    if not any(_dask.is_dask(a) for _, a in arrays):
+        field, a = arrays[0]
+        raise names.invalid(f"chunks = {chunks!r} is for Dask inputs; {field} is a "
+                            f"{type(a).__name__}")
     if out is not None:
         raise names.unsupported("out = an array is for NumPy inputs: a Dask input gives a new "
                                 "lazy array (store it with dask.array.store)")
-    stand = _dask.stand_in(x, names)
-    call = planned(plan, (stand, None), *args)
-    return call, _kernels(call, backend), stand
+    stands, lazy = [], []
+    for field, a in arrays:
+        if _dask.is_dask(a):
+            stands.append(_dask.stand_in(a, names, field))
+            lazy.append(a)
+        else:
+            stands.append(_input(a, op, field))
+            lazy.append(da.from_array(stands[-1], chunks=-1))
+    call = planned(plan, (*stands, None), *args)
+    return call, _kernels(call, backend), stands, lazy
+
+
+def _empty_lazy(call):
+    """Lazy outputs of an empty call (N or C 0), as in memory."""
+    import dask.array as da
+    ys = [da.from_array(np.zeros(shape, dtype)) for _, shape, dtype in call.outputs]
+    return tuple(ys) if len(ys) > 1 else ys[0]
 
 
 def _lazy_pooling(op, x, out, backend, chunks, plan, *args):
     """A pooling function of a Dask array: validated now, computed when asked
     (``_dask.pooling``). An empty batch (N or C 0) gives empty outputs, as in memory."""
-    call, kernels, stand = _lazy_call(op, x, out, backend, chunks, plan, *args)
+    call, kernels, (stand,), (x,) = _lazy_call(op, [("x", x)], out, backend, chunks, plan,
+                                                *args)
     if stand.size == 0:
-        import dask.array as da
-        ys = [da.from_array(np.empty(shape, dtype)) for _, shape, dtype in call.outputs]
-        return tuple(ys) if len(ys) > 1 else ys[0]
+        return _empty_lazy(call)
     return _dask.pooling(x, call, kernels, chunks, call.names)
+
+
+def _lazy_grad(op, arrays, out, backend, chunks, plan, *args):
+    """A gradient of Dask arrays: validated now, computed when asked
+    (``_dask.pooling_grad``)."""
+    call, kernels, stands, lazy = _lazy_call(op, arrays, out, backend, chunks, plan, *args)
+    if any(s.size == 0 for s in stands):
+        return _empty_lazy(call)
+    x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
+    return _dask.pooling_grad(x, dy, call, kernels, chunks, call.names)
 
 
 def _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks):
     """``padding`` of a Dask array: validated now, computed when asked (``_dask.padding``)."""
-    call, _, stand = _lazy_call("padding", x, out, backend, chunks, _plan_padding,
-                                start_padding, end_padding, mode, value)
+    call, _, (stand,), (x,) = _lazy_call("padding", [("x", x)], out, backend, chunks,
+                                         _plan_padding, start_padding, end_padding, mode,
+                                         value)
     if stand.size == 0:
         # only CONSTANT pads an empty dimension: the in-memory answer, made lazy
         import dask.array as da

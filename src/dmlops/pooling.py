@@ -211,9 +211,10 @@ def unpool_sizes(in_sizes, idx_sizes, out_sizes, names):
                  "may be 0)", first=2)
 
 
-def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names):
+def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names, origin=None):
     """Every index names an output element, or is the "no element" value (SPEC 3.7); checked
-    on the data before anything is written."""
+    on the data before anything is written. ``origin``: where ``indices`` lies in the whole
+    indices tensor (a block of it), for the message."""
     count = int(np.prod(plan.output_sizes, dtype=object))
     flat = indices.reshape(-1)
     if flat.size == 0:
@@ -227,7 +228,8 @@ def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names):
         bad &= flat != empty
     if bad.any():
         i = int(np.argmax(bad))
-        where = tuple(int(v) for v in np.unravel_index(i, indices.shape))
+        where = tuple(int(v) + (origin[d] if origin else 0)
+                      for d, v in enumerate(np.unravel_index(i, indices.shape)))
         skip = f"; {empty} means \"no element\"" if empty is not None else ""
         raise names.invalid(f"{names('indices')}[{', '.join(map(str, where))}] = {flat[i]} is "
                             f"outside the output's {count} elements (valid: 0 to {count - 1}"
