@@ -71,34 +71,83 @@ def _pieces(n: int, beside: tuple) -> tuple:
 def padding(x, plan, chunks, names: Names):
     """The lazy padding of Dask array ``x`` by ``plan`` (a PadPlan), chunked by ``chunks``
     (None: the input's chunks, and the pads in pieces of its largest chunk along their
-    dimension)."""
+    dimension): one task per output block, which gathers its elements from the few input
+    chunks their sources lie in (``index_map``, the reference's closed form, per dimension)
+    and fills the rest with the value (constant mode). Any mode and width: reflection,
+    symmetry and wrap pads many periods wide included."""
     import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
 
     default = tuple(_pieces(plan.start[d], cs) + tuple(cs) + _pieces(plan.end[d], cs)
                     for d, cs in enumerate(x.chunks))
     out_chunks = output_chunks(chunks, plan.out_sizes, x.dtype, names, default)
-    y = x
-    for d in range(x.ndim):
-        a, b = plan.start[d], plan.end[d]
-        if a == 0 and b == 0:
+    maps = [index_map(int(plan.mode), n, a, m)
+            for n, a, m in zip(x.shape, plan.start, plan.out_sizes)]
+    if plan.mode != PaddingMode.CONSTANT:
+        maps = [(idx, None) for idx, _ in maps]
+    starts = [np.cumsum((0,) + c) for c in x.chunks]
+    value = np.asarray(plan.value, dtype=x.dtype)
+    name = "dmlops-padding-" + tokenize(x, plan.mode, plan.start, plan.end, value.tobytes(),
+                                        out_chunks)
+    spans = _spans(out_chunks)
+    # per dimension and output chunk (the same for every block beside it)
+    each = [[_sources(maps[d], a, b, starts[d]) for a, b in spans[d]] for d in range(x.ndim)]
+    dsk = {}
+    for index in np.ndindex(*(len(c) for c in out_chunks)):
+        sources = [each[d][j] for d, j in enumerate(index)]
+        shape = tuple(out_chunks[d][j] for d, j in enumerate(index))
+        if any(s is None for s in sources):        # constant alone along some dimension
+            dsk[(name,) + index] = (np.full, shape, value, value.dtype)
             continue
-        n = x.shape[d]
-        parts = []
-        for count, first in ((a, 0), (b, a + n)):
-            if count == 0:
-                parts.append(None)
-            elif plan.mode == PaddingMode.CONSTANT:
-                shape, chunked = list(y.shape), list(y.chunks)
-                shape[d], chunked[d] = count, _pieces(count, y.chunks[d])
-                parts.append(da.full(tuple(shape), plan.value, dtype=x.dtype,
-                                     chunks=tuple(chunked)))
-            else:
-                # the sources of output coordinates [first, first + count) (index_map counts
-                # output coordinates from the pad's start)
-                idx, _ = index_map(int(plan.mode), n, a, first + count)
-                parts.append(da.take(y, idx[first:], axis=d))
-        y = da.concatenate([p for p in (parts[0], y, parts[1]) if p is not None], axis=d)
-    return y.rechunk(out_chunks)
+        keys = np.empty(tuple(len(s[0]) for s in sources), dtype=object)
+        for at in np.ndindex(*keys.shape):
+            keys[at] = (x.name,) + tuple(int(s[0][a]) for s, a in zip(sources, at))
+        dsk[(name,) + index] = (_gather, keys.tolist(), tuple(s[1] for s in sources),
+                                tuple(s[2] for s in sources), value)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, out_chunks, meta=np.empty((0,) * x.ndim, x.dtype))
+
+
+def _sources(m, o0, o1, starts):
+    """Output coordinates [o0, o1) of a dimension with index map ``m`` (sources, and where
+    they are real: None but in constant mode): the input chunks their sources lie in, each
+    one's place in those chunks set side by side, and where they are real (None: all); None
+    where no source is real."""
+    idx, inside = m
+    idx = idx[o0:o1]
+    inside = None if inside is None else inside[o0:o1]
+    real = idx if inside is None else idx[inside]
+    if real.size == 0:
+        return None
+    owner = np.searchsorted(starts, idx, side="right") - 1
+    used = np.unique(owner if inside is None else owner[inside])
+    # the used chunks side by side: where each begins there
+    begin = np.zeros(len(starts), np.int64)
+    sizes = np.diff(starts)[used]
+    begin[used] = np.cumsum(np.concatenate([[0], sizes[:-1]]))
+    local = begin[owner] + idx - starts[owner]
+    if inside is not None:
+        local = np.where(inside, local, 0)
+    return used, local, inside
+
+
+def _gather(parts, local, inside, value):
+    """An output block of padding: its sources' chunks (nested lists, one level a
+    dimension) set side by side, gathered by ``local`` per dimension; ``value`` where a
+    dimension's ``inside`` is False."""
+    y = np.block(parts)[np.ix_(*local)] if len(local) > 1 else np.block(parts)[local[0]]
+    outside = None
+    for d, real in enumerate(inside):
+        if real is None or real.all():
+            continue
+        shape = [1] * y.ndim
+        shape[d] = real.size
+        out = ~real.reshape(shape)
+        outside = out if outside is None else outside | out
+    if outside is not None:
+        y[np.broadcast_to(outside, y.shape)] = value
+    return y
 
 
 def _pool_chunks(x, g):
