@@ -3,8 +3,8 @@ once, exactly as in memory (on a stand-in of the array's shape and type that hol
 data), and returns a lazy Dask array whose computed result is the in-memory result bit for
 bit, whatever the chunking. Every plan runs the in-memory kernel on local problems:
 
-- padding: per dimension, the pads are gathers (``take``) of the few input slices their
-  sources lie in, or blocks of the value, set beside the input (``padding``);
+- padding: each output block gathers its elements from the input chunks their sources lie
+  in (``padding``);
 - average, max, Lp and quantized pooling: from the output side, each output block on the
   input its windows cover (``pooling``);
 - the gradients: from the input side, each block of dx on the outputs whose windows touch it

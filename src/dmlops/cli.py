@@ -48,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", metavar="NAME", default=None,
                      help="backend to run on (see 'dmlops info'); default: the library's "
                           "choice")
+    run.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                     help="run a zarr model's Dask work on the dask.distributed scheduler at "
+                          "ADDRESS (tcp://host:8786); default: this process's threads")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress bar (one goes to stderr on a terminal, for zarr "
+                          "models)")
 
     sub.add_parser("info", help="show backends, feature levels, data types and operators",
                    description="Show the available backends, the feature levels, the data "
@@ -72,7 +78,8 @@ def _run(args, out, err) -> int:
     try:
         model = load_model(args.model, feature_level=args.feature_level,
                            backend=args.backend)
-        model.run(out)
+        model.run(out, scheduler=args.scheduler,
+                  progress=not args.quiet and _is_terminal(err))
     except ModelError as e:
         out.flush()
         write_text(err, f"dmlops run: error: {e}\n")
@@ -83,6 +90,13 @@ def _run(args, out, err) -> int:
         write_text(err, f"dmlops run: error: {args.model}: {type(e).__name__}: {e}\n")
         return 2
     return 0
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _cpu_level() -> str:

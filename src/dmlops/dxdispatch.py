@@ -14,7 +14,9 @@ A model has three members, as in DirectML's DxDispatch tool:
 The whole model is parsed and validated (every description compiled, every binding resolved
 and its size checked) before anything runs; the commands then run in memory, and files are
 written (and ``print``'s text shown) only after the last command succeeded, so a model that
-fails writes nothing. Every problem is a :class:`ModelError` naming its JSON location, e.g.
+fails writes nothing. A model that names zarr stores (a resource's ``sourcePath``, a
+``writeFile`` target) runs lazily through Dask where its inputs are lazy (SPEC 6:
+``_plan_laziness``, ``_zarrio``). Every problem is a :class:`ModelError` naming its JSON location, e.g.
 ``dispatchables.pool.desc.WindowSize: ...`` or ``commands[2].bindings.InputTensor: ...``.
 
 Rules of this implementation where DxDispatch's own documentation is silent or differs:
@@ -41,6 +43,7 @@ Rules of this implementation where DxDispatch's own documentation is silent or d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import io
@@ -270,18 +273,26 @@ def _format_value(v, dt: DataType) -> str:
 # Resources
 
 class Resource:
-    """A named byte buffer; ``count`` elements of ``data_type`` were initialised."""
+    """A named byte buffer; ``count`` elements of ``data_type`` were initialised. A lazy
+    one (a zarr array, or a fill in a model that names zarr stores) holds a Dask array of
+    its elements instead of bytes, and binds whole."""
 
-    def __init__(self, name: str, dt: DataType, data: np.ndarray, count: int):
+    def __init__(self, name: str, dt: DataType, data, count: int, lazy=None, size=None):
         self.name = name
         self.data_type = dt
-        self.data = data            # uint8, length a multiple of 4
+        self.data = data            # uint8, length a multiple of 4 (None where lazy)
         self.count = count
+        self.lazy = lazy
+        self.size = size            # bytes, where lazy
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) if self.data is not None else self.size
 
     @property
     def capacity(self) -> int:
         """Elements of ``data_type`` that the whole buffer holds."""
-        return len(self.data) // self.data_type.itemsize
+        return self.nbytes // self.data_type.itemsize
 
 
 _RESOURCE_KEYS = ("initialValuesDataType", "initialValues", "sizeInBytes")
@@ -348,9 +359,48 @@ def _check_npy_size(file: Path, spath: str) -> None:
                                 f"holds {have} bytes of data")
 
 
+def _zarr_source(text: str, dt_value, base_dir: Path, path: str):
+    """A resource's zarr array (``store.zarr`` or ``store.zarr/path/in/group``): its data
+    type and its elements as a Dask array of the store's chunks."""
+    from . import _zarrio
+    spath = _key(path, "sourcePath")
+    store, component = _zarrio.split(text)
+    p = store.expanduser()
+    found = [c for c in ([p] if p.is_absolute() else [base_dir / p, Path.cwd() / p])
+             if c.is_dir()]
+    if not found:
+        raise ModelError(spath, f"zarr store {str(store)!r} not found (looked in the model's "
+                                f"folder {os.path.abspath(base_dir)} and the working "
+                                f"directory {os.getcwd()})")
+    try:
+        arr = _zarrio.open_source(found[0], component)
+    except _zarrio.ZarrError as e:
+        raise ModelError(spath, str(e)) from None
+    try:
+        dt = data_type(arr.dtype)
+    except DmlError:
+        raise ModelError(spath, f"{text!r} holds {arr.dtype} values, which is not a DirectML "
+                                f"data type") from None
+    if dt_value is not None and dt_value != dt:
+        raise ModelError(_key(path.rsplit(".", 1)[0], "initialValuesDataType"),
+                         f"{dt_value.name} differs from the data type of {text!r} "
+                         f"({dt.name}); leave it out or make them agree")
+    if arr.size == 0:
+        raise ModelError(spath, f"{text!r} holds no values")
+    return dt, arr
+
+
+def _is_zarr(text) -> bool:
+    from . import _zarrio
+    return isinstance(text, str) and _zarrio.split(text) is not None
+
+
 def _load_source(obj: dict, dt_value, base_dir: Path, path: str):
     spath = _key(path, "sourcePath")
     text = _str(obj["sourcePath"], spath, "a file path")
+    if _is_zarr(text):
+        _file_name_ok(text, spath)
+        return _zarr_source(text, dt_value, base_dir, path)
     file = _resolve_source(text, base_dir, spath)
     ext = file.suffix.lower()
     if ext == ".npy":
@@ -381,10 +431,12 @@ def _load_source(obj: dict, dt_value, base_dir: Path, path: str):
                                     f"multiple of {dt_value.itemsize} ({dt_value.name})")
         return dt_value, np.frombuffer(raw, dtype=dt_value.dtype).copy()
     raise ModelError(spath, f"{str(file)!r}: unsupported file type {ext or '(none)'}; dmlops "
-                            f"reads .npy, .dat and .bin files")
+                            f"reads .npy, .dat and .bin files and zarr arrays")
 
 
-def _parse_resource(name: str, value, base_dir: Path, path: str) -> Resource:
+def _parse_resource(name: str, value, base_dir: Path, path: str, lazy=False) -> Resource:
+    """``lazy``: the model names zarr stores, so fills (``{valueCount, value}``) stay lazy
+    (an output declared as zeros is never made in memory)."""
     obj = _obj(value, path)
     _keys(obj, path, _RESOURCE_KEYS, required=("initialValues",))
     ipath = _key(path, "initialValues")
@@ -396,6 +448,12 @@ def _parse_resource(name: str, value, base_dir: Path, path: str) -> Resource:
         _obj(init, ipath)
         _keys(init, ipath, ("sourcePath",))
         dt, values = _load_source(init, dt, base_dir, ipath)
+        if hasattr(values, "dask"):
+            if "sizeInBytes" in obj:
+                raise ModelError(_key(path, "sizeInBytes"), "a zarr resource has its array's "
+                                                            "size; leave sizeInBytes out")
+            return Resource(name, dt, None, values.size, lazy=values,
+                            size=values.size * dt.itemsize)
     else:
         if dt is None:
             raise ModelError(dpath, "missing (required unless initialValues is a .npy file)")
@@ -414,6 +472,8 @@ def _parse_resource(name: str, value, base_dir: Path, path: str) -> Resource:
                 _keys(init, ipath, ("valueCount", "value"), required=("valueCount", "value"))
                 count = _uint(init["valueCount"], _key(ipath, "valueCount"), 1)
                 one = _values([init["value"]], dt, ipath)
+                if lazy:
+                    return _lazy_fill(name, obj, dt, count, one[0], path)
                 values = _full(count, one[0], ipath)
         else:
             raise ModelError(ipath, f"expected an array of values or an object "
@@ -431,6 +491,19 @@ def _parse_resource(name: str, value, base_dir: Path, path: str) -> Resource:
     data = _alloc(size, path)
     data[:nbytes] = values.view(np.uint8)
     return Resource(name, dt, data, values.size)
+
+
+def _lazy_fill(name, obj, dt: DataType, count: int, value, path: str) -> Resource:
+    import dask.array as da
+    size = count * dt.itemsize
+    if "sizeInBytes" in obj:
+        spath = _key(path, "sizeInBytes")
+        size = _uint(obj["sizeInBytes"], spath)
+        if size < count * dt.itemsize:
+            raise ModelError(spath, f"{size} is smaller than the {count * dt.itemsize} bytes "
+                                    f"of initialValues ({count} x {dt.name})")
+    return Resource(name, dt, None, count, lazy=da.full((count,), value, dtype=dt.dtype),
+                    size=(size + 3) // 4 * 4)
 
 
 def _affordable(nbytes: int, path: str, what: str) -> None:
@@ -888,31 +961,78 @@ class _Dispatch:
         self.dispatchable = dispatchable
         self.bindings = bindings    # snake field -> _Binding
         self.path = path
+        self.lazy = False           # an input is lazy: so are the outputs (_plan_laziness)
 
-    def run(self, state):
+    def run(self, state, shapes, session):
         d = self.dispatchable
-        arrays = {field: _view(state[b.resource.name], b, d.tensors[field])
-                  for field, b in self.bindings.items()}
         mapper = _ErrorMapper(d.camel)
+        if self.lazy:
+            arrays = {f: _lazy_view(state[b.resource.name], d.tensors[f])
+                      for f, b in self.bindings.items() if f not in d.outputs}
+        else:
+            for b in self.bindings.values():        # (lazy fills this dispatch writes into)
+                state[b.resource.name] = _in_memory(state[b.resource.name], b.resource,
+                                                    session, b.path)
+            arrays = {field: _view(state[b.resource.name], b, d.tensors[field])
+                      for field, b in self.bindings.items()}
         try:
-            d.op.execute(**arrays)      # outputs are written into the bound bytes
+            results = d.op.execute(**arrays)    # in memory: written into the bound bytes
         except DmlError as e:
             raise mapper.model_error(e, self.path, tensor_base=_key(self.path, "bindings")) \
                 from None
+        for field in d.outputs:
+            b = self.bindings.get(field)
+            if b is None:
+                continue
+            if self.lazy:
+                state[b.resource.name] = results[field]
+            if _whole(b, d.tensors[field]):
+                shapes[b.resource.name] = tuple(d.tensors[field].sizes)
+
+
+def _whole(b: "_Binding", t) -> bool:
+    """Whether binding ``b`` of tensor ``t`` is its resource's initialised elements, whole
+    and in order (as a lazy resource binds)."""
+    return (b.offset == 0 and t.strides is None and
+            math.prod(t.sizes) == b.resource.count)
+
+
+def _lazy_view(value, t):
+    """A lazy resource's elements as tensor ``t`` (its sizes)."""
+    return value if tuple(value.shape) == tuple(t.sizes) else value.reshape(t.sizes)
+
+
+def _in_memory(value, r: Resource, session, path: str) -> np.ndarray:
+    """A resource's bytes, made from its lazy elements where it holds them (an in-memory
+    dispatch writes into it)."""
+    if isinstance(value, np.ndarray):
+        return value
+    _affordable(r.nbytes, path, f"resource {r.name!r}, made in memory for this dispatch,")
+    data = np.zeros(r.nbytes, np.uint8)
+    data[:r.count * r.data_type.itemsize] = \
+        np.ascontiguousarray(session.compute(value)).reshape(-1).view(np.uint8)
+    return data
+
+
+def _elements(value, r: Resource, session) -> np.ndarray:
+    """A resource's initialised elements, 1-D, in memory."""
+    if isinstance(value, np.ndarray):
+        return value[:r.count * r.data_type.itemsize].view(r.data_type.dtype)
+    return session.compute(value).reshape(-1)
 
 
 class _Print:
-    def __init__(self, resource: Resource, verbose: bool):
+    def __init__(self, resource: Resource, verbose: bool, path: str = ""):
         self.resource = resource
         self.verbose = verbose
+        self.path = path
 
-    def run(self, state, out):
+    def run(self, state, out, session):
         r = self.resource
-        values = state[r.name][:r.count * r.data_type.itemsize].view(r.data_type.dtype)
+        values = _elements(state[r.name], r, session)
         if self.verbose:
             width = len(str(max(r.count - 1, 0)))
-            raw = state[r.name][:r.count * r.data_type.itemsize].view(
-                np.dtype(f"u{r.data_type.itemsize}"))
+            raw = values.view(np.dtype(f"u{r.data_type.itemsize}"))
             lines = [f"[{i:>{width}}] {_format_value(v, r.data_type)} "
                      f"(0x{int(b):0{2 * r.data_type.itemsize}X})"
                      for i, (v, b) in enumerate(zip(values, raw))]
@@ -923,19 +1043,32 @@ class _Print:
 
 
 class _WriteFile:
-    def __init__(self, resource: Resource, target: Path, dims, path: str):
+    def __init__(self, resource: Resource, target: Path, dims, path: str, zarr=None):
         self.resource = resource
         self.target = target
         self.dims = dims
         self.path = path
+        self.zarr = zarr            # (store, component) of a zarr target
 
-    def run(self, state, pending: dict):
+    def run(self, state, shapes, pending: dict, session):
         r = self.resource
+        value = state[r.name]
+        if self.zarr is not None:
+            # the command's dimensions, else the sizes the resource was last written with
+            shape = self.dims or shapes.get(r.name) or (r.count,)
+            if isinstance(value, np.ndarray):
+                count = math.prod(shape)
+                value = value[:count * r.data_type.itemsize].view(r.data_type.dtype).copy()
+            pending[self.target] = (value, self.path, shape, self.zarr)
+            return
         count = r.count if self.dims is None else int(np.prod(self.dims, dtype=object))
-        values = state[r.name][:count * r.data_type.itemsize].view(r.data_type.dtype).copy()
+        if isinstance(value, np.ndarray):
+            values = value[:count * r.data_type.itemsize].view(r.data_type.dtype).copy()
+        else:
+            values = value.reshape(-1)[:count]      # (computed when written)
         if self.dims is not None:
             values = values.reshape(self.dims)
-        pending[self.target] = (values, self.path)
+        pending[self.target] = (values, self.path, None, None)
 
 
 _COMMAND_KEYS = {
@@ -964,7 +1097,7 @@ def _parse_binding(value, field, t, resources, path: str) -> _Binding:
         value, path = value[0], _item(path, 0)
     if isinstance(value, str):
         res = _resource_ref(value, resources, path)
-        offset, limit = 0, len(res.data)
+        offset, limit = 0, res.nbytes
     else:
         obj = _obj(value, path, "a resource name or {\"name\": ..., \"elementOffset\": ...}")
         _keys(obj, path, _BINDING_KEYS, required=("name",))
@@ -974,17 +1107,17 @@ def _parse_binding(value, field, t, resources, path: str) -> _Binding:
             esize = _uint(obj["elementStride"], _key(path, "elementStride"), 1)
         first = _uint(obj.get("elementOffset", 0), _key(path, "elementOffset"))
         offset = first * esize
-        if offset > len(res.data):
+        if offset > res.nbytes:
             raise ModelError(_key(path, "elementOffset"),
                              f"{first} elements of {esize} bytes start past the end of "
-                             f"resource {res.name!r} ({len(res.data)} bytes)")
-        limit = len(res.data)
+                             f"resource {res.name!r} ({res.nbytes} bytes)")
+        limit = res.nbytes
         if "elementCount" in obj:
             count = _uint(obj["elementCount"], _key(path, "elementCount"), 1)
-            if offset + count * esize > len(res.data):
+            if offset + count * esize > res.nbytes:
                 raise ModelError(_key(path, "elementCount"),
                                  f"{count} elements of {esize} bytes from byte {offset} run "
-                                 f"past the end of resource {res.name!r} ({len(res.data)} "
+                                 f"past the end of resource {res.name!r} ({res.nbytes} "
                                  f"bytes)")
             limit = offset + count * esize
     itemsize = t.dtype.itemsize
@@ -1061,7 +1194,7 @@ def _strided(flat: np.ndarray, t) -> np.ndarray:
 def _check_overlaps(d: Dispatchable, bindings: dict):
     """An output may share no element with another tensor of the dispatch (DirectML's
     operators do not run in place)."""
-    items = list(bindings.values())
+    items = [b for b in bindings.values() if b.resource.data is not None]
     for a in items:
         if a.field not in d.outputs:
             continue
@@ -1100,7 +1233,7 @@ def _parse_command(i, value, resources, dispatchables, path):
     res = _resource_ref(obj["resource"], resources, _key(path, "resource"))
     if kind == "print":
         verbose = _bool(obj.get("verbose", False), _key(path, "verbose"))
-        return _Print(res, verbose)
+        return _Print(res, verbose, path)
     tpath = _key(path, "targetPath")
     text = _str(obj["targetPath"], tpath, "a file path")
     if not text.strip():
@@ -1109,9 +1242,14 @@ def _parse_command(i, value, resources, dispatchables, path):
     target = Path(text).expanduser()
     if not target.is_absolute():
         target = Path.cwd() / target
-    if target.suffix.lower() not in (".npy", ".dat", ".bin"):
-        raise ModelError(tpath, f"{text!r}: dmlops writes .npy, .dat and .bin files")
-    if target.is_dir():
+    zarr = None
+    if _is_zarr(str(target)):
+        from . import _zarrio
+        zarr = _zarrio.split(str(target))
+    elif target.suffix.lower() not in (".npy", ".dat", ".bin"):
+        raise ModelError(tpath, f"{text!r}: dmlops writes .npy, .dat and .bin files and zarr "
+                                f"arrays (a path ending in .zarr, or inside one)")
+    elif target.is_dir():
         raise ModelError(tpath, f"{text!r} is a directory")
     for parent in target.parents:
         if parent.exists():
@@ -1128,7 +1266,7 @@ def _parse_command(i, value, resources, dispatchables, path):
         if n > res.capacity:
             raise ModelError(dpath, f"{list(dims)} is {n} elements; resource {res.name!r} "
                                     f"holds {res.capacity} {res.data_type.name} elements")
-    return _WriteFile(res, target, dims, path)
+    return _WriteFile(res, target, dims, path, zarr)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1143,25 +1281,52 @@ class Model:
         self.dispatchables = dispatchables
         self.commands = commands
 
-    def run(self, out=None) -> list:
+    def run(self, out=None, *, scheduler=None, progress=False) -> list:
         """Run the commands in order (resources start from their initial values), then write
         the files of the ``writeFile`` commands and the text of the ``print`` commands (to
         ``out``, default ``sys.stdout``), both only once every command succeeded; returns the
-        paths written."""
+        paths written. Lazy work (zarr models) runs on this process's threads, or on the
+        dask.distributed ``scheduler`` (an address), with a progress bar on stderr where
+        ``progress``."""
+        from ._zarrio import Session
         out = sys.stdout if out is None else out
-        state = {name: r.data.copy() for name, r in self.resources.items()}
+        state = {name: r.lazy if r.lazy is not None else r.data.copy()
+                 for name, r in self.resources.items()}
+        shapes = {}         # resource -> the sizes of the tensor last written whole into it
         pending, printed = {}, io.StringIO()
-        for cmd in self.commands:
-            if isinstance(cmd, _Dispatch):
-                cmd.run(state)
-            elif isinstance(cmd, _Print):
-                cmd.run(state, printed)
-            else:
-                cmd.run(state, pending)
-        written = _write_files(pending)
+        session = Session(scheduler, progress)
+        try:
+            for cmd in self.commands:
+                if isinstance(cmd, _Dispatch):
+                    cmd.run(state, shapes, session)
+                elif isinstance(cmd, _Print):
+                    with _computing(cmd.resource.name, _key(cmd.path, "resource")):
+                        cmd.run(state, printed, session)
+                else:
+                    cmd.run(state, shapes, pending, session)
+            written = _write_files(pending, session)
+        finally:
+            session.close()
         # (held back until every command succeeded: a model that fails writes nothing)
         write_text(out, printed.getvalue())
         return written
+
+
+@contextlib.contextmanager
+def _computing(name: str, path: str):
+    """A lazy computation's failure (a bad index met by a block, a store that cannot be
+    read, the scheduler gone) as a ModelError at the command that asked for it."""
+    from ._zarrio import ZarrError
+    try:
+        yield
+    except ModelError:
+        raise
+    except DmlError as e:
+        raise ModelError(path, f"computing {name!r}: {e}") from None
+    except ZarrError as e:
+        raise ModelError(path, str(e)) from None
+    except (OSError, ValueError, RuntimeError, TypeError, KeyError) as e:
+        raise ModelError(path, f"computing {name!r}: {type(e).__name__}: {e}") from None
 
 
 def write_text(out, text: str) -> None:
@@ -1174,15 +1339,31 @@ def write_text(out, text: str) -> None:
         out.write(text.encode(enc, "backslashreplace").decode(enc))
 
 
-def _write_files(pending: dict) -> list:
-    """Write every file to a temporary name beside it, then rename them all: a failure leaves
-    no new file or folder behind (the files already moved into place and the folders made
-    are removed again, and the message says so)."""
+def _write_files(pending: dict, session) -> list:
+    """Write every file to a temporary name beside it (zarr arrays too, in one pass over
+    their Dask graphs), then move them all into place: a failure leaves no new file, store
+    or folder behind (the files already moved into place and the folders made are removed
+    again, a store set aside is put back, and the message says so)."""
+    from ._zarrio import Staged, ZarrError
     staged, moved, made = [], [], []
-    failure = None                  # (the command's path, what failed)
+    stores = Staged()
+    files = [(t, v) for t, v in pending.items() if v[3] is None]
+    failure, done = None, False     # (the command's path, what failed)
     try:
-        for target, (values, path) in pending.items():
+        for target, (values, path, shape, zarr) in pending.items():
+            where = _key(path, "targetPath")
+            if zarr is not None:
+                try:
+                    made += _make_folders(zarr[0].parent)
+                except OSError as e:
+                    failure = (path, f"cannot make the folder of {str(target)!r}: "
+                                     f"{e.strerror or e}")
+                    break
+                stores.add(*zarr, _shaped(values, shape))
+                continue
             try:
+                with _computing(str(target), where):
+                    values = session.compute(values)
                 made += _make_folders(target.parent)
                 fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                            dir=target.parent)
@@ -1195,10 +1376,19 @@ def _write_files(pending: dict) -> list:
             except OSError as e:
                 failure = (path, f"cannot write {str(target)!r}: {e.strerror or e}")
                 break
+        if failure is None:
+            try:
+                with _computing("the zarr targets", ""):
+                    stores.write(session)
+            except (ModelError, ZarrError) as e:
+                first = next(p for _, (_, p, _, z) in pending.items() if z is not None)
+                failure = (first, e.message if isinstance(e, ModelError) else str(e))
+            except OSError as e:
+                first = next(p for _, (_, p, _, z) in pending.items() if z is not None)
+                failure = (first, f"cannot write the zarr targets: {e.strerror or e}")
         umask = os.umask(0)
         os.umask(umask)
-        for tmp, (target, (_, path)) in zip(staged if failure is None else [],
-                                            pending.items()):
+        for tmp, (target, (_, path, _, _)) in zip(staged if failure is None else [], files):
             # (mkstemp makes its file private; a written result gets the usual mode)
             try:
                 os.chmod(tmp, 0o666 & ~umask)
@@ -1207,17 +1397,33 @@ def _write_files(pending: dict) -> list:
                 failure = (path, f"cannot move {str(target)!r} into place: {e.strerror or e}")
                 break
             moved.append(target)
+        if failure is None:
+            try:
+                stores.commit()
+            except OSError as e:
+                first = next(p for _, (_, p, _, z) in pending.items() if z is not None)
+                failure = (first, f"cannot move a zarr target into place: {e.strerror or e}")
+        done = failure is None
     finally:
-        if failure is not None or len(moved) < len(pending):
+        if not done:
             for tmp in staged:
                 try:
                     os.unlink(tmp)
                 except OSError:
                     pass
+            stores.discard()
             undone = _undo(moved, made)
             if failure is not None:
                 raise ModelError(_key(failure[0], "targetPath"), failure[1] + undone)
     return list(pending)
+
+
+def _shaped(values, shape):
+    """A zarr target's array: ``values`` of ``shape`` (1-D NumPy elements or a lazy
+    array)."""
+    if tuple(values.shape) == tuple(shape):
+        return values
+    return values.reshape(-1)[:math.prod(shape)].reshape(shape)
 
 
 def _make_folders(folder: Path) -> list:
@@ -1288,10 +1494,12 @@ def parse_model(data, base_dir=".", *, feature_level=None, backend=None, name="m
     base_dir = Path(base_dir)
     resources = {}
     robj = _obj(root["resources"], "resources")
+    lazy = _names_zarr(robj, root["commands"])
     for rname, value in robj.items():
         if rname == "$schema":          # ignored wherever it appears (SPEC 7)
             continue
-        resources[rname] = _parse_resource(rname, value, base_dir, _key("resources", rname))
+        resources[rname] = _parse_resource(rname, value, base_dir, _key("resources", rname),
+                                           lazy)
     dispatchables = {}
     dobj = _obj(root["dispatchables"], "dispatchables")
     for dname, value in dobj.items():
@@ -1304,7 +1512,50 @@ def parse_model(data, base_dir=".", *, feature_level=None, backend=None, name="m
         commands.append(_parse_command(i, value, resources, dispatchables,
                                        _item("commands", i)))
     _targets_apart(commands)
+    _plan_laziness(commands, resources)
     return Model(name, resources, dispatchables, commands)
+
+
+def _names_zarr(resources: dict, commands) -> bool:
+    """Whether a model names a zarr store (a resource's sourcePath, a writeFile target):
+    then it runs lazily, its fills too (looked at before the model is checked: anything
+    malformed is left to the checks)."""
+    for value in resources.values():
+        init = value.get("initialValues") if isinstance(value, dict) else None
+        if isinstance(init, dict) and _is_zarr(init.get("sourcePath")):
+            return True
+    for value in commands if isinstance(commands, list) else []:
+        if isinstance(value, dict) and value.get("type") == "writeFile" and \
+                _is_zarr(value.get("targetPath")):
+            return True
+    return False
+
+
+def _plan_laziness(commands, resources: dict) -> None:
+    """Which dispatches run lazily (one of their inputs is lazy: a zarr array, a lazy fill,
+    or the output of a lazy dispatch), checked before anything runs: a lazy resource binds
+    whole (its initialised elements as the tensor's sizes, from element 0, no strides), and
+    so does a lazy dispatch's output, which then holds the lazy result. An in-memory dispatch
+    writing into a lazy fill makes it in memory first."""
+    lazy = {name for name, r in resources.items() if r.lazy is not None}
+    for cmd in commands:
+        if not isinstance(cmd, _Dispatch):
+            continue
+        d = cmd.dispatchable
+        inputs = {f: b for f, b in cmd.bindings.items() if f not in d.outputs}
+        cmd.lazy = any(b.resource.name in lazy for b in inputs.values())
+        for f, b in cmd.bindings.items():
+            if (b.resource.name in lazy or cmd.lazy and f in d.outputs) and \
+                    not _whole(b, d.tensors[f]):
+                t = d.tensors[f]
+                raise ModelError(b.path, f"resource {b.resource.name!r} is lazy here (the "
+                                         f"model names zarr stores) and binds whole: the "
+                                         f"tensor's sizes {list(t.sizes)} must hold its "
+                                         f"{b.resource.count} elements from element 0, "
+                                         f"without strides")
+        for f, b in cmd.bindings.items():
+            if f in d.outputs:
+                (lazy.add if cmd.lazy else lazy.discard)(b.resource.name)
 
 
 def _targets_apart(commands) -> None:
@@ -1333,6 +1584,8 @@ def load_model(path, *, feature_level=None, backend=None) -> Model:
                        name=str(path))
 
 
-def run_model(path, *, feature_level=None, backend=None, out=None) -> list:
+def run_model(path, *, feature_level=None, backend=None, out=None, scheduler=None,
+              progress=False) -> list:
     """Validate ``path`` completely, then run it; returns the files written."""
-    return load_model(path, feature_level=feature_level, backend=backend).run(out)
+    return load_model(path, feature_level=feature_level, backend=backend).run(
+        out, scheduler=scheduler, progress=progress)

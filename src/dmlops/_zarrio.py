@@ -1,0 +1,233 @@
+"""zarr stores in ``dmlops run`` (SPEC 6): a resource read from a zarr array, a ``writeFile``
+target written as one, both through Dask so that a model on data larger than memory runs
+block by block.
+
+A path names a zarr array by its first component ending in ``.zarr`` (the store) and what
+follows it (the array's path inside the store's group): ``volume.zarr``,
+``group.zarr/raw/volume``. Targets are written under temporary names beside them and moved
+into place once every target is written (``Staged``); an existing array at a target is kept
+aside until then, so a failing model leaves the stores as they were. Dask chunks are cut to
+the zarr chunks before writing (each task writes whole zarr chunks of its own: misaligned
+writes would corrupt them, dask/dask#12583).
+
+zarr, Dask and ``distributed`` are imported only here, only for models that name zarr
+stores (the ``dask`` extra).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+EXTRA = 'the dask extra (pip install "dmlops[dask]")'
+CONNECT_TIMEOUT = "10s"     # to reach a --scheduler
+
+
+class ZarrError(Exception):
+    """What went wrong with a store, for the model's error at the command's location."""
+
+
+def split(text: str):
+    """``(store, component)`` of a path naming a zarr array (``component`` "" for the store
+    itself), or None where no component ends in ``.zarr``."""
+    parts = Path(text).parts
+    for i, part in enumerate(parts):
+        if part.lower().endswith(".zarr"):
+            return Path(*parts[:i + 1]), "/".join(parts[i + 1:])
+    return None
+
+
+def _imports():
+    try:
+        import dask.array  # noqa: F401
+        import zarr  # noqa: F401
+    except ImportError as e:
+        raise ZarrError(f"zarr stores need {EXTRA}: {e}") from None
+
+
+def open_source(store: Path, component: str):
+    """The zarr array ``component`` of ``store`` as a Dask array of the zarr's chunks."""
+    _imports()
+    import dask.array as da
+    import zarr
+
+    try:
+        node = zarr.open(store=str(store), path=component or None, mode="r")
+    except Exception as e:      # (zarr's own errors differ between versions and formats)
+        raise ZarrError(f"cannot open {_name(store, component)!r} as a zarr array: "
+                        f"{type(e).__name__}: {e}") from None
+    if not isinstance(node, zarr.Array):
+        raise ZarrError(f"{_name(store, component)!r} is a zarr group; name an array inside "
+                        f"it ({_name(store, component)}/ARRAY)")
+    return da.from_zarr(node)
+
+
+def _name(store: Path, component: str) -> str:
+    return str(store) + ("/" + component if component else "")
+
+
+def aligned(array, shape):
+    """``array`` (Dask) of ``shape`` with regular chunks (its largest chunk per dimension,
+    the zarr chunks it will be written with)."""
+    if tuple(array.shape) != tuple(shape):
+        array = array.reshape(shape)
+    return array.rechunk(tuple(max(c) if c else 1 for c in array.chunks))
+
+
+class Staged:
+    """zarr targets written under temporary names, then moved into place together
+    (``commit``), or removed (``discard``). ``add`` records a target's array (Dask or NumPy);
+    ``write`` computes and stores all of them in one pass (shared work done once)."""
+
+    def __init__(self):
+        self.items = []         # (store, component, array)
+        self.temps = []         # folders to remove on failure (whole stores or arrays)
+        self.places = []        # (temporary folder, final folder)
+        self.kept = []          # (folder set aside, where it was)
+        self.made = []          # folders made for groups that were missing
+
+    def add(self, store: Path, component: str, array):
+        self.items.append((store, component, array))
+
+    def write(self, session: Session):
+        if not self.items:
+            return
+        _imports()
+        import dask.array as da
+        import zarr
+
+        sources, targets = [], []
+        for store, component, array in self.items:
+            lazy = array if hasattr(array, "dask") else da.from_array(array, chunks="auto")
+            lazy = aligned(lazy, lazy.shape)
+            if not component:
+                tmp = Path(tempfile.mkdtemp(prefix=f".{store.name}.", suffix=".tmp",
+                                            dir=store.parent))
+                self.temps.append(tmp)
+                self.places.append((tmp, store))
+                target = zarr.create_array(store=str(tmp), shape=lazy.shape,
+                                           chunks=lazy.chunksize, dtype=lazy.dtype,
+                                           fill_value=None)
+            else:
+                target = self._in_group(store, component, lazy)
+            sources.append(lazy)
+            targets.append(target)
+        session.store(sources, targets)
+
+    def _in_group(self, store: Path, component: str, lazy):
+        """An array at ``component`` of ``store``: a new store made whole under a temporary
+        name, or, in an existing group, the array under a temporary name beside its place
+        (the groups on the way made where missing)."""
+        import zarr
+
+        *groups, leaf = component.split("/")
+        if not store.exists():
+            tmp = Path(tempfile.mkdtemp(prefix=f".{store.name}.", suffix=".tmp",
+                                        dir=store.parent))
+            self.temps.append(tmp)
+            self.places.append((tmp, store))
+            root = zarr.open_group(store=str(tmp), mode="w")
+            return root.create_array(component, shape=lazy.shape, chunks=lazy.chunksize,
+                                     dtype=lazy.dtype, fill_value=None)
+        try:
+            group = zarr.open_group(store=str(store), mode="r+")
+        except Exception as e:
+            raise ZarrError(f"{str(store)!r} exists and is not a zarr group: "
+                            f"{type(e).__name__}: {e}") from None
+        folder = store
+        for name in groups:
+            folder = folder / name
+            if not folder.exists():
+                self.made.append(folder)
+            group = group.require_group(name)
+        tmp_name = f".{leaf}.{os.getpid()}.{len(self.temps)}.tmp"
+        self.temps.append(folder / tmp_name)
+        self.places.append((folder / tmp_name, folder / leaf))
+        return group.create_array(tmp_name, shape=lazy.shape, chunks=lazy.chunksize,
+                                  dtype=lazy.dtype, fill_value=None)
+
+    def commit(self):
+        """Every staged folder into its place (an existing one set aside, then removed)."""
+        for tmp, final in self.places:
+            if final.exists():
+                aside = final.with_name(f".{final.name}.{os.getpid()}.old")
+                os.replace(final, aside)
+                self.kept.append((aside, final))
+            os.replace(tmp, final)
+            self.temps.remove(tmp)
+            self.temps.append(final)        # (undone by discard until the end)
+        for aside, _ in self.kept:
+            shutil.rmtree(aside, ignore_errors=True)
+        self.kept, self.temps = [], []
+
+    def discard(self):
+        """Remove what was staged or moved, put back what was set aside."""
+        for folder in self.temps:
+            shutil.rmtree(folder, ignore_errors=True)
+        for aside, final in self.kept:
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(aside, final)
+        for folder in sorted(self.made, key=lambda f: len(f.parts), reverse=True):
+            shutil.rmtree(folder, ignore_errors=True)
+        self.temps, self.kept, self.made = [], [], []
+
+
+class Session:
+    """Where a model's Dask work runs: this process's threads, or the dask.distributed
+    scheduler at ``scheduler`` (connected on first use); ``progress``: a bar on stderr."""
+
+    def __init__(self, scheduler=None, progress=False):
+        self.scheduler = scheduler
+        self.progress = progress
+        self._client = None
+
+    def _run(self, collections: list) -> list:
+        """``collections`` computed (arrays' values, or a store's writes)."""
+        import dask
+        if self.scheduler is None:
+            if not self.progress:
+                return list(dask.compute(*collections))
+            from dask.diagnostics import ProgressBar
+            with ProgressBar(out=sys.stderr):
+                return list(dask.compute(*collections))
+        if self._client is None:
+            self._client = connect(self.scheduler)
+        futures = self._client.compute(collections)
+        if self.progress:
+            from distributed import progress
+            with contextlib.redirect_stdout(sys.stderr):   # (its bar prints to stdout)
+                progress(futures)
+        return self._client.gather(futures)
+
+    def compute(self, array) -> np.ndarray:
+        """An array's values in memory (NumPy arrays pass through)."""
+        return np.asarray(self._run([array])[0] if hasattr(array, "dask") else array)
+
+    def store(self, sources, targets):
+        import dask.array as da
+        writes = da.store(sources, targets, lock=False, compute=False)
+        self._run(list(writes) if isinstance(writes, (tuple, list)) else [writes])
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def connect(address: str):
+    """A ``distributed`` client of the scheduler at ``address``."""
+    try:
+        import distributed
+    except ImportError as e:
+        raise ZarrError(f"--scheduler needs {EXTRA}: {e}") from None
+    try:
+        return distributed.Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise ZarrError(f"cannot reach the dask.distributed scheduler at {address!r}: "
+                        f"{e}") from None
