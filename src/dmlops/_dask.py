@@ -176,7 +176,7 @@ def _reach(g, eff, i, o0, o1, n):
     return rlo, rhi, rlo - lo, max(0, min(hi, n + g.end[i]) - rhi)
 
 
-def _assemble(shape, block, count):
+def _blocks(shape, block, count):
     """Arrays of ``count`` outputs made of blocks: ``block(index)`` gives the ``count``
     Dask arrays at block ``index`` of a grid of ``shape``."""
     import dask.array as da
@@ -197,6 +197,44 @@ def _spans(chunks):
     """Each dimension's chunk boundaries, as (start, stop) per chunk."""
     return [list(zip(np.cumsum((0,) + c)[:-1].tolist(), np.cumsum(c).tolist()))
             for c in chunks]
+
+
+class _Reader:
+    """Regions of Dask array ``x`` as task arguments: the chunks a region meets (Delayed
+    objects of the chunks themselves, nested a level per dimension) and each one's part of
+    it, assembled inside the task (``_assemble``). Slicing the array instead would let
+    Dask's fusion compute a chunk once for each slice of it (a generated or zarr-read chunk
+    read by the halos of its neighbours four times over)."""
+
+    def __init__(self, x):
+        self.chunks = x.to_delayed(optimize_graph=False)
+        self.starts = [np.cumsum((0,) + c) for c in x.chunks]
+
+    def __call__(self, region):
+        ids, cuts = [], []
+        for sl, st in zip(region, self.starts):
+            first = int(np.searchsorted(st, sl.start, side="right")) - 1
+            last = int(np.searchsorted(st, sl.stop - 1, side="right")) - 1
+            ids.append(list(range(first, last + 1)))
+            cuts.append([slice(max(sl.start, st[c]) - st[c], min(sl.stop, st[c + 1]) - st[c])
+                         for c in range(first, last + 1)])
+        return self.chunks[np.ix_(*ids)].tolist(), cuts
+
+
+def _assemble(parts, cuts) -> np.ndarray:
+    """A region from its chunks (``_Reader``): a view where it lies in one chunk (the
+    kernels read any strides), else the pieces copied side by side."""
+    def cut(p, at):
+        if isinstance(p, list):
+            return [cut(q, at + (i,)) for i, q in enumerate(p)]
+        return p[tuple(cuts[d][i] for d, i in enumerate(at))]
+    pieces = cut(parts, ())
+    if all(len(c) == 1 for c in cuts):
+        one = pieces
+        while isinstance(one, list):
+            one = one[0]
+        return one
+    return np.block(pieces)
 
 
 def _channels(extra, c0, c1):
@@ -231,6 +269,7 @@ def pooling(x, call, kernels, chunks, names: Names):
     fills = _fills(plan, kernels, x.dtype, out_dtype, idx_dtype, call.extra)
     full = tuple(int(n) for n in x.shape)
     spans = _spans(out_chunks)
+    read = _Reader(x)
 
     def block(index):
         o = [spans[d][j] for d, j in enumerate(index)]
@@ -243,27 +282,27 @@ def pooling(x, call, kernels, chunks, names: Names):
             region.append(slice(reach[0], reach[1]))
             start.append(reach[2])
             end.append(reach[3])
-        local = x[tuple(region)].rechunk(-1)
-        lg = Window(local.shape, g.window, g.strides, tuple(start), tuple(end), g.dilations,
-                    shape)
+        sizes = tuple(r.stop - r.start for r in region)
+        lg = Window(sizes, g.window, g.strides, tuple(start), tuple(end), g.dilations, shape)
         lplan = dataclasses.replace(plan, geometry=lg)
         extra = _channels(call.extra, *o[1])
         origin = [o[0][0], o[1][0]] + [r.start for r in region[2:]]
 
-        def run(xb):
+        def run(parts, cuts):
+            xb = _assemble(parts, cuts)
             ys = [np.empty(shape, out_dtype)]
             if pair:
                 ys.append(np.empty(shape, idx_dtype))
             with on_this_thread():      # (the scheduler's threads are the parallelism)
-                _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), ys, extra)
+                _pool.run_pooling(lplan, kernels, xb, ys, extra)
             if pair:
                 ys[1] = _global_indices(ys[1], xb.shape, origin, full, plan.empty_index)
             return tuple(ys)
-        task = dask.delayed(run, nout=2 if pair else 1, pure=False)(local)
+        task = dask.delayed(run, nout=2 if pair else 1, pure=False)(*read(tuple(region)))
         dtypes = (out_dtype, idx_dtype) if pair else (out_dtype,)
         return [da.from_delayed(task[j], shape, dtype=dt) for j, dt in enumerate(dtypes)]
 
-    outs = _assemble(tuple(len(c) for c in out_chunks), block, 2 if pair else 1)
+    outs = _blocks(tuple(len(c) for c in out_chunks), block, 2 if pair else 1)
     return (outs[0], outs[1]) if pair else outs[0]
 
 
@@ -300,6 +339,8 @@ def pooling_grad(x, dy, call, kernels, chunks, names: Names):
     out_chunks = output_chunks(chunks, g.input_sizes, dtype, names, default)
     eff = [effective(g.window[i], g.dilations[i]) for i in range(k)]
     spans = _spans(out_chunks)
+    read_dy = _Reader(dy)
+    read_x = _Reader(x) if x is not None else None
 
     def block(index):
         o = [spans[d][j] for d, j in enumerate(index)]
@@ -320,29 +361,31 @@ def pooling_grad(x, dy, call, kernels, chunks, names: Names):
             end.append(reach[3])
             lo, hi = max(b0, reach[0]), min(b1, reach[1])
             cut.append((slice(lo - b0, hi - b0), slice(lo - reach[0], hi - reach[0])))
-        local_dy = dy[tuple(outs)].rechunk(-1)
         sizes = shape[:2] + tuple(r.stop - r.start for r in region)
         lg = Window(sizes, g.window, g.strides, tuple(start), tuple(end), g.dilations,
-                    local_dy.shape)
+                    shape[:2] + tuple(r.stop - r.start for r in outs[2:]))
         lplan = dataclasses.replace(plan, geometry=lg)
 
-        def run(dyb, xb=None):
+        def run(dy_parts, dy_cuts, x_parts=None, x_cuts=None):
+            dyb = _assemble(dy_parts, dy_cuts)
             dx = np.empty(sizes, dtype)
             with on_this_thread():
-                if xb is None:
-                    _pool.run_pooling(lplan, kernels, np.ascontiguousarray(dyb), [dx])
+                if x_parts is None:
+                    _pool.run_pooling(lplan, kernels, dyb, [dx])
                 else:
-                    _pool.run_pooling(lplan, kernels, np.ascontiguousarray(xb), [dx],
-                                      {"dy": np.ascontiguousarray(dyb)})
+                    _pool.run_pooling(lplan, kernels, _assemble(x_parts, x_cuts), [dx],
+                                      {"dy": dyb})
             y = np.zeros(shape, dtype)
             y[(slice(None),) * 2 + tuple(c[0] for c in cut)] = \
                 dx[(slice(None),) * 2 + tuple(c[1] for c in cut)]
             return y
-        args = (local_dy,) if x is None else (local_dy, x[tuple(outs[:2] + region)].rechunk(-1))
+        args = read_dy(tuple(outs))
+        if x is not None:
+            args += read_x(tuple(outs[:2] + region))
         task = dask.delayed(run, pure=False)(*args)
         return [da.from_delayed(task, shape, dtype=dtype)]
 
-    return _assemble(tuple(len(c) for c in out_chunks), block, 1)[0]
+    return _blocks(tuple(len(c) for c in out_chunks), block, 1)[0]
 
 
 def _global_indices(local, local_shape, origin, full, empty):
@@ -447,7 +490,7 @@ def unpooling(x, indices, call, kernels, chunks, names: Names):
             return y
         return [da.from_delayed(dask.delayed(run, pure=False)(pieces), shape, dtype=dtype)]
 
-    return _assemble(grid, block, 1)[0]
+    return _blocks(grid, block, 1)[0]
 
 
 def _piece(triples, flat):
@@ -497,6 +540,7 @@ def roi_pooling(x, regions, call, kernels, chunks, names: Names):
     out_chunks = output_chunks(chunks, call.outputs[0][1], dtype, names,
                                ((len(regions),), x.chunks[1], (ph,), (pw,)))
     rows, groups = [], []
+    read = _Reader(x)
     for b in np.unique(regions[:, 0]):
         which = np.flatnonzero(regions[:, 0] == b)
         r = regions[which]
@@ -518,13 +562,15 @@ def roi_pooling(x, regions, call, kernels, chunks, names: Names):
             local[:, [1, 3]] -= box[2]
             local[:, [2, 4]] -= box[0]
 
-            def run(xb, local=local, shape=shape):
+            def run(x_parts, x_cuts, local=local, shape=shape):
                 y = np.empty(shape, dtype)
                 with on_this_thread():
-                    kernels.roi_pooling(np.ascontiguousarray(xb), local, y)
+                    kernels.roi_pooling(_assemble(x_parts, x_cuts), local, y)
                 return y
-            xb = x[int(b):int(b) + 1, c0:c1, box[0]:box[1], box[2]:box[3]].rechunk(-1)
-            parts.append(da.from_delayed(dask.delayed(run, pure=False)(xb), shape, dtype=dtype))
+            box_region = (slice(int(b), int(b) + 1), slice(c0, c1), slice(box[0], box[1]),
+                          slice(box[2], box[3]))
+            task = dask.delayed(run, pure=False)(*read(box_region))
+            parts.append(da.from_delayed(task, shape, dtype=dtype))
         groups.append(da.concatenate(parts, axis=1))
         rows.append(which)
     order = np.argsort(np.concatenate(rows), kind="stable")
