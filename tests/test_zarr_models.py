@@ -261,3 +261,17 @@ def test_the_example_model(tmp_path, monkeypatch):
     x = zarr.open_array(store=str(tmp_path / "volume.zarr"), mode="r")[...]
     y = zarr.open_array(store=str(tmp_path / "pooled.zarr"), mode="r")
     assert y[...].tobytes() == dml.max_pooling(x, 3, strides=2, start_padding=1).tobytes()
+
+
+def test_without_the_extra_the_error_names_it(tmp_path, monkeypatch):
+    """zarr missing: a model naming a store is a located error saying which extra to
+    install; models without stores run as before."""
+    monkeypatch.chdir(tmp_path)
+    _volume(tmp_path)
+    monkeypatch.setitem(sys.modules, "zarr", None)      # (import zarr raises ImportError)
+    with pytest.raises(ModelError) as e:
+        load_model(_write(tmp_path, _pool_model("in.zarr", [("y", "y.npy")])))
+    assert e.value.path == "resources.x.initialValues.sourcePath"
+    assert 'pip install "dmlops[dask]"' in e.value.message
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    assert load_model(examples / "max_pooling2_indices.json").run(io.StringIO()) == []

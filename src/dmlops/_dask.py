@@ -200,15 +200,18 @@ def _spans(chunks):
 
 
 class _Reader:
-    """Regions of Dask array ``x`` as task arguments: the chunks a region meets (Delayed
-    objects of the chunks themselves, nested a level per dimension) and each one's part of
-    it, assembled inside the task (``_assemble``). Slicing the array instead would let
-    Dask's fusion compute a chunk once for each slice of it (a generated or zarr-read chunk
-    read by the halos of its neighbours four times over)."""
+    """Regions of Dask array ``x`` as task arguments: the chunks a region meets, nested a
+    level per dimension, each whole (the chunk's own Delayed object) or as the part of it
+    the region takes (a task of its own, copied: shared by every region that takes that
+    part). Assembled inside the task (``_assemble``). Slicing the Dask array instead would
+    let Dask's fusion compute a chunk once per slice of it (a generated or zarr-read chunk
+    read by the halos of its neighbours four times over); and a chunk is released once its
+    own block and its parts are made, so memory stays bounded by a few chunks a thread."""
 
     def __init__(self, x):
         self.chunks = x.to_delayed(optimize_graph=False)
         self.starts = [np.cumsum((0,) + c) for c in x.chunks]
+        self.parts = {}
 
     def __call__(self, region):
         ids, cuts = [], []
@@ -216,25 +219,37 @@ class _Reader:
             first = int(np.searchsorted(st, sl.start, side="right")) - 1
             last = int(np.searchsorted(st, sl.stop - 1, side="right")) - 1
             ids.append(list(range(first, last + 1)))
-            cuts.append([slice(max(sl.start, st[c]) - st[c], min(sl.stop, st[c + 1]) - st[c])
+            cuts.append([(max(sl.start, st[c]) - st[c], min(sl.stop, st[c + 1]) - st[c])
                          for c in range(first, last + 1)])
-        return self.chunks[np.ix_(*ids)].tolist(), cuts
+        grid = np.empty(tuple(len(i) for i in ids), dtype=object)
+        for at in np.ndindex(*grid.shape):
+            index = tuple(i[a] for i, a in zip(ids, at))
+            cut = tuple(c[a] for c, a in zip(cuts, at))
+            whole = all(a == 0 and b == int(st[j + 1] - st[j])
+                        for (a, b), st, j in zip(cut, self.starts, index))
+            grid[at] = self.chunks[index] if whole else self._part(index, cut)
+        return (grid.tolist(),)
+
+    def _part(self, index, cut):
+        key = (index, cut)
+        if key not in self.parts:
+            import dask
+            self.parts[key] = dask.delayed(_copied, pure=True)(
+                self.chunks[index], tuple(slice(a, b) for a, b in cut))
+        return self.parts[key]
 
 
-def _assemble(parts, cuts) -> np.ndarray:
-    """A region from its chunks (``_Reader``): a view where it lies in one chunk (the
-    kernels read any strides), else the pieces copied side by side."""
-    def cut(p, at):
-        if isinstance(p, list):
-            return [cut(q, at + (i,)) for i, q in enumerate(p)]
-        return p[tuple(cuts[d][i] for d, i in enumerate(at))]
-    pieces = cut(parts, ())
-    if all(len(c) == 1 for c in cuts):
-        one = pieces
-        while isinstance(one, list):
-            one = one[0]
-        return one
-    return np.block(pieces)
+def _copied(chunk, cut):
+    return np.array(chunk[cut])
+
+
+def _assemble(parts) -> np.ndarray:
+    """A region from its chunks and parts of chunks (``_Reader``): the one piece itself
+    where there is one (the kernels read any strides), else the pieces side by side."""
+    one = parts
+    while isinstance(one, list) and len(one) == 1:
+        one = one[0]
+    return one if not isinstance(one, list) else np.block(parts)
 
 
 def _channels(extra, c0, c1):
@@ -288,8 +303,8 @@ def pooling(x, call, kernels, chunks, names: Names):
         extra = _channels(call.extra, *o[1])
         origin = [o[0][0], o[1][0]] + [r.start for r in region[2:]]
 
-        def run(parts, cuts):
-            xb = _assemble(parts, cuts)
+        def run(parts):
+            xb = _assemble(parts)
             ys = [np.empty(shape, out_dtype)]
             if pair:
                 ys.append(np.empty(shape, idx_dtype))
@@ -366,14 +381,14 @@ def pooling_grad(x, dy, call, kernels, chunks, names: Names):
                     shape[:2] + tuple(r.stop - r.start for r in outs[2:]))
         lplan = dataclasses.replace(plan, geometry=lg)
 
-        def run(dy_parts, dy_cuts, x_parts=None, x_cuts=None):
-            dyb = _assemble(dy_parts, dy_cuts)
+        def run(dy_parts, x_parts=None):
+            dyb = _assemble(dy_parts)
             dx = np.empty(sizes, dtype)
             with on_this_thread():
                 if x_parts is None:
                     _pool.run_pooling(lplan, kernels, dyb, [dx])
                 else:
-                    _pool.run_pooling(lplan, kernels, _assemble(x_parts, x_cuts), [dx],
+                    _pool.run_pooling(lplan, kernels, _assemble(x_parts), [dx],
                                       {"dy": dyb})
             y = np.zeros(shape, dtype)
             y[(slice(None),) * 2 + tuple(c[0] for c in cut)] = \
@@ -562,10 +577,10 @@ def roi_pooling(x, regions, call, kernels, chunks, names: Names):
             local[:, [1, 3]] -= box[2]
             local[:, [2, 4]] -= box[0]
 
-            def run(x_parts, x_cuts, local=local, shape=shape):
+            def run(x_parts, local=local, shape=shape):
                 y = np.empty(shape, dtype)
                 with on_this_thread():
-                    kernels.roi_pooling(_assemble(x_parts, x_cuts), local, y)
+                    kernels.roi_pooling(_assemble(x_parts), local, y)
                 return y
             box_region = (slice(int(b), int(b) + 1), slice(c0, c1), slice(box[0], box[1]),
                           slice(box[2], box[3]))
