@@ -151,14 +151,14 @@ def _gather(parts, local, inside, value):
 
 
 def _pool_chunks(x, g):
-    """Output chunks that follow the input's: along each spatial dimension, an output
-    belongs to the input chunk its window starts in (the first chunk also takes the windows
-    that start in the padding); N and C as the input."""
+    """Output chunks that follow the input's: along each spatial dimension the output is cut
+    where the input is, divided by the stride (rounded up), so that regular input chunks
+    give regular output chunks (zarr's); N and C as the input."""
     out = [x.chunks[0], x.chunks[1]]
     for i in range(g.k):
-        size, s, a = g.output_sizes[2 + i], g.strides[i], g.start[i]
+        size, s = g.output_sizes[2 + i], g.strides[i]
         starts = np.cumsum((0,) + x.chunks[2 + i])[1:-1]
-        cuts = [0] + [min(size, max(0, -(-(int(b) + a) // s))) for b in starts] + [size]
+        cuts = sorted({0, size} | {min(size, -(-int(b) // s)) for b in starts})
         out.append(tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]) if hi > lo))
     return tuple(out)
 
@@ -323,13 +323,13 @@ def pooling(x, call, kernels, chunks, names: Names):
 
 def _grad_chunks(dy, g):
     """dx's chunks where only dy is given: N and C as dy's, each spatial dimension cut where
-    dy's chunks' windows start (the inverse of ``_pool_chunks``)."""
+    dy's is, times the stride (the inverse of ``_pool_chunks``)."""
     out = [dy.chunks[0], dy.chunks[1]]
     for i in range(g.k):
-        n, s, a = g.input_sizes[2 + i], g.strides[i], g.start[i]
+        n, s = g.input_sizes[2 + i], g.strides[i]
         starts = np.cumsum((0,) + dy.chunks[2 + i])[1:-1]
-        cuts = sorted({0, n} | {min(n, max(0, int(b) * s - a)) for b in starts})
-        out.append(tuple(hi - lo for lo, hi in zip(cuts, cuts[1:])))
+        cuts = sorted({0, n} | {min(n, int(b) * s) for b in starts})
+        out.append(tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]) if hi > lo))
     return tuple(out)
 
 

@@ -232,8 +232,8 @@ def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0
     [[3.0, 4.0], [6.0, 7.0]]
 
     A Dask array gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
-    ``chunks`` (Dask inputs only) chunks the output, by default by the input chunk each
-    window starts in.
+    ``chunks`` (Dask inputs only) chunks the output, by default cut where the input is,
+    divided by the stride.
     """
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_pooling("average_pooling", x, out, backend, chunks, _plan_average_pooling,
@@ -303,8 +303,8 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
     ([[4.0, 4.0], [6.0, 7.0]], [[4, 4], [7, 8]])
 
     A Dask array gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
-    ``chunks`` (Dask inputs only) chunks the output, by default by the input chunk each
-    window starts in.
+    ``chunks`` (Dask inputs only) chunks the output, by default cut where the input is,
+    divided by the stride.
     """
     if not isinstance(output_indices, (bool, np.bool_, int, np.integer)):
         raise Names("max_pooling").invalid(f"output_indices = {output_indices!r} must be a "
@@ -413,7 +413,7 @@ def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_paddi
     [[0.25, 0.75, 0.5], [1.0, 2.5, 1.5], [0.75, 1.75, 1.0]]
 
     A Dask ``dy`` gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
-    ``chunks`` chunks it, by default where ``dy``'s chunks' windows start.
+    ``chunks`` chunks it, by default cut where ``dy`` is, times the stride.
     """
     if _dask.is_dask(dy) or chunks is not None:
         return _lazy_grad("average_pooling_grad", [("dy", dy)], out, backend, chunks,
@@ -689,8 +689,8 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     [53]
 
     A Dask ``x`` gives a lazy Dask array, the same bits whatever the chunking (SPEC 6); the
-    scales and zero points stay NumPy. ``chunks`` chunks the output, by default by the input
-    chunk each window starts in.
+    scales and zero points stay NumPy. ``chunks`` chunks the output, by default cut where the
+    input is, divided by the stride.
     """
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_pooling("quantized_linear_average_pooling", x, out, backend, chunks,
