@@ -5,8 +5,8 @@ memory, and speed against the in-memory call and the coarsening Dask and xarray 
     python benchmarks/dask_volume.py compare [--gib 2] [--repeats 5]
 
 ``volume``: max and average pooling (3x3x3, stride 2, start padding 1) of a float32 volume
-of GIB GiB generated block by block (never whole in memory: each 64 MiB block from its own
-seed) into two zarr stores under DIR, in one pass over the input (Dask's threads). Prints the
+of GIB GiB generated block by block (never whole in memory: each block, 16 x 512 x 512 or
+``--depth`` deep, from its own seed) into two zarr stores under DIR, in one pass over the input (Dask's threads). Prints the
 wall time, the input's throughput, the process's peak resident memory, the stores' sizes and
 the largest file written; checks blocks of both results against the in-memory call on the
 same input region, bit for bit. The stores are removed unless ``--keep``.
@@ -53,10 +53,11 @@ def _block(block_info=None):
     return np.random.default_rng(seed).standard_normal(info["chunk-shape"], dtype=np.float32)
 
 
-def generated(shape):
-    """A lazily generated float32 volume of ``shape`` (whole blocks of BLOCK)."""
+def generated(shape, depth=BLOCK[2]):
+    """A lazily generated float32 volume of ``shape`` in blocks of BLOCK, ``depth`` deep."""
     import dask.array as da
-    chunks = tuple((b,) * (n // b) for n, b in zip(shape, BLOCK))
+    block = BLOCK[:2] + (depth,) + BLOCK[3:]
+    chunks = tuple((b,) * (n // b) for n, b in zip(shape, block))
     return da.map_blocks(_block, dtype=np.float32, chunks=chunks)
 
 
@@ -69,14 +70,14 @@ def volume(args):
     import zarr
 
     shape = _shape(args.gib)
-    x = generated(shape)
+    x = generated(shape, args.depth)
     gib = x.nbytes / 2**30
     out = Path(args.out or tempfile.gettempdir()) / f"dmlops-volume-{os.getpid()}"
     out.mkdir(parents=True)
     stores = {"max": out / "max.zarr", "average": out / "average.zarr"}
     results = {"max": dml.max_pooling(x, 3, **POOL), "average": dml.average_pooling(x, 3, **POOL)}
     print(f"input {shape} float32, {gib:.1f} GiB in {x.npartitions} blocks of "
-          f"{np.prod(BLOCK) * 4 / 2**20:.0f} MiB, generated as computed; output "
+          f"{np.prod(x.chunksize) * 4 / 2**20:.0f} MiB, generated as computed; output "
           f"{results['max'].shape} x 2 ({results['max'].nbytes / 2**30:.2f} GiB each); "
           f"machine memory {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} "
           f"GiB, {os.cpu_count()} cores", flush=True)
@@ -176,6 +177,8 @@ def main():
     v.add_argument("--gib", type=float, default=64)
     v.add_argument("--out", default=None)
     v.add_argument("--keep", action="store_true")
+    v.add_argument("--depth", type=int, default=16,
+                   help="the blocks' depth (512 x 512 each; 16: 16 MiB blocks)")
     c = sub.add_parser("compare")
     c.add_argument("--gib", type=float, default=2)
     c.add_argument("--repeats", type=int, default=5)

@@ -376,18 +376,25 @@ def _zarr_source(text: str, dt_value, base_dir: Path, path: str):
         arr = _zarrio.open_source(found[0], component)
     except _zarrio.ZarrError as e:
         raise ModelError(spath, str(e)) from None
+    return _source_type(arr, text, dt_value, path), arr
+
+
+def _source_type(arr, name: str, dt_value, path: str) -> DataType:
+    """A source's data type, which ``initialValuesDataType`` (if given) must agree with;
+    an empty source is an error."""
+    spath = _key(path, "sourcePath")
     try:
         dt = data_type(arr.dtype)
     except DmlError:
-        raise ModelError(spath, f"{text!r} holds {arr.dtype} values, which is not a DirectML "
+        raise ModelError(spath, f"{name!r} holds {arr.dtype} values, which is not a DirectML "
                                 f"data type") from None
     if dt_value is not None and dt_value != dt:
         raise ModelError(_key(path.rsplit(".", 1)[0], "initialValuesDataType"),
-                         f"{dt_value.name} differs from the data type of {text!r} "
+                         f"{dt_value.name} differs from the data type of {name!r} "
                          f"({dt.name}); leave it out or make them agree")
     if arr.size == 0:
-        raise ModelError(spath, f"{text!r} holds no values")
-    return dt, arr
+        raise ModelError(spath, f"{name!r} holds no values")
+    return dt
 
 
 def _is_zarr(text) -> bool:
@@ -409,17 +416,7 @@ def _load_source(obj: dict, dt_value, base_dir: Path, path: str):
             arr = np.load(file, allow_pickle=False)
         except (ValueError, OSError, EOFError) as e:
             raise ModelError(spath, f"cannot read {str(file)!r} as a .npy file: {e}") from None
-        try:
-            dt = data_type(arr.dtype)
-        except DmlError:
-            raise ModelError(spath, f"{str(file)!r} holds {arr.dtype} values, which is not a "
-                                    f"DirectML data type") from None
-        if dt_value is not None and dt_value != dt:
-            raise ModelError(_key(path.rsplit(".", 1)[0], "initialValuesDataType"),
-                             f"{dt_value.name} differs from the data type of {str(file)!r} "
-                             f"({dt.name}); leave it out or make them agree")
-        if arr.size == 0:
-            raise ModelError(spath, f"{str(file)!r} holds no values")
+        dt = _source_type(arr, str(file), dt_value, path)
         return dt, np.ascontiguousarray(arr.astype(dt.dtype, copy=False)).reshape(-1)
     if ext in (".dat", ".bin"):
         if dt_value is None:
