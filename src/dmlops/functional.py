@@ -1,4 +1,5 @@
-"""The everyday layer (SPEC 4.1): NumPy in, NumPy out.
+"""The everyday layer (SPEC 4.1): NumPy in, NumPy out (PyTorch tensors in, tensors out:
+``_callers_kind``; Dask arrays in, lazy Dask arrays out: ``_dask``).
 
 Each function validates through the same family modules as :func:`compile_operator` (in
 extended mode, with the caller's argument names in messages), then runs the chosen backend's
@@ -15,6 +16,8 @@ a plan was kept.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,11 +71,14 @@ def _not_lazy(x, names: Names, field: str):
 
 
 def _input(x, op: str, field: str = "x") -> np.ndarray:
-    """The array argument ``field`` as a NumPy array of a supported data type. Checked on
+    """The array argument ``field`` as a NumPy array of a supported data type (an array that
+    speaks DLPack, such as a PyTorch tensor, read in place: ``_from_dlpack``). Checked on
     every call, argument by argument (a later argument is not converted when an earlier one
     is wrong), before the call is planned."""
     if type(x) is not np.ndarray:       # (a NumPy array is neither lazy nor converted)
         _not_lazy(x, Names(op), field)
+        if hasattr(x, "__dlpack__") and not isinstance(x, (np.ndarray, np.generic)):
+            x = _from_dlpack(x, Names(op), field)
         try:
             x = np.asarray(x)
         except (ValueError, TypeError) as e:    # (ragged nested lists, among others)
@@ -80,6 +86,65 @@ def _input(x, op: str, field: str = "x") -> np.ndarray:
     if x.dtype not in NATIVE_DTYPES:    # (the others need normalising, or are errors)
         dtype_of(x.dtype, Names(op), field)
     return x
+
+
+def _from_dlpack(x, names: Names, field: str) -> np.ndarray:
+    """An array of another library that speaks DLPack (a PyTorch tensor, a JAX array) as a
+    NumPy view of its memory, no copy; on the CPU only, and not a tensor that needs a
+    gradient (dmlops's results would not take part in its graph)."""
+    try:
+        device = x.__dlpack_device__()
+    except (AttributeError, TypeError, ValueError, BufferError):
+        device = None
+    if device is not None and int(device[0]) != 1:      # (kDLCPU)
+        raise names.unsupported(f"{names(field)} lives on device {tuple(device)} (DLPack's "
+                                f"numbering); dmlops reads CPU memory: pass {field}.cpu()")
+    if getattr(x, "requires_grad", False):
+        raise names.unsupported(f"{names(field)} requires a gradient; dmlops's results would "
+                                f"not take part in autograd: pass {field}.detach()")
+    try:
+        return np.from_dlpack(x)
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        raise names.unsupported(f"{names(field)} ({type(x).__module__}.{type(x).__name__}, "
+                                f"dtype {getattr(x, 'dtype', '?')}) cannot be read in place "
+                                f"as a NumPy array: {e}") from None
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _callers_kind(fn):
+    """PyTorch tensors in, PyTorch tensors out: where the first array argument is a tensor,
+    new results come back as tensors sharing their memory (``torch.from_dlpack``, no copy);
+    tensors given as ``out`` are written in place and returned as given. Any other input
+    gives NumPy results."""
+    first = next(iter(inspect.signature(fn).parameters))
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        x = args[0] if args else kw.get(first)
+        out = kw.get("out")
+        if out is None and type(x) is np.ndarray:      # (the usual call: nothing to do)
+            return fn(*args, **kw)
+        given = out if isinstance(out, (tuple, list)) else (out,)
+        if not _is_torch(x) and not any(_is_torch(o) for o in given):
+            return fn(*args, **kw)
+        if out is not None:
+            names = Names(fn.__name__)
+            views = [_from_dlpack(o, names, "out") if _is_torch(o) else o for o in given]
+            kw["out"] = type(out)(views) if isinstance(out, (tuple, list)) else views[0]
+            fn(*args, **kw)
+            return out
+        result = fn(*args, **kw)
+        if not _is_torch(x) or _dask.is_dask(result) or isinstance(result, tuple) and \
+                _dask.is_dask(result[0]):
+            return result
+        import torch
+        if isinstance(result, tuple):
+            return tuple(torch.from_dlpack(r) for r in result)
+        return torch.from_dlpack(result)
+    return call
 
 
 def _outputs(call: _Call, outs, inputs):
@@ -217,6 +282,7 @@ def _plan_average_pooling(x, out, window_size, strides, start_padding, end_paddi
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
 
 
+@_callers_kind
 def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
                     include_padding=False, output_sizes=None, out=None, backend=None,
                     chunks=None):
@@ -285,6 +351,7 @@ def _plan_max_pooling(x, out, window_size, strides, start_padding, end_padding, 
     return _call(names, plan, ["input"], outs, specs)
 
 
+@_callers_kind
 def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
                 output_sizes=None, output_indices=False, indices_dtype=None, out=None,
                 backend=None, chunks=None):
@@ -340,6 +407,7 @@ def _plan_max_pooling_grad(x, dy, out, window_size, strides, start_padding, end_
     return _call(names, plan, ["input", "dy"], [out], [("output", x.shape, dt)])
 
 
+@_callers_kind
 def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padding=0,
                      dilations=1, out=None, backend=None, chunks=None):
     """Gradient of max pooling (SPEC 3.5): each window's incoming gradient goes to its argmax
@@ -398,6 +466,7 @@ def _plan_average_pooling_grad(dy, out, window_size, input_sizes, strides, start
     return _call(names, plan, ["input"], [out], [("output", sizes, dt)])
 
 
+@_callers_kind
 def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_padding=0,
                          end_padding=0, dilations=1, include_padding=False, out=None,
                          backend=None, chunks=None):
@@ -442,6 +511,7 @@ def _plan_lp_pooling(x, out, window_size, p, strides, start_padding, end_padding
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
 
 
+@_callers_kind
 def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0, dilations=1,
                output_sizes=None, out=None, backend=None, chunks=None):
     """Lp pooling (SPEC 3.6): ``(Σ |x|^p)^(1/p)`` over the real elements of each window, for
@@ -489,6 +559,7 @@ def _plan_max_unpooling(x, indices, out, output_sizes):
     return _call(names, plan, ["input", "indices"], [out], [("output", sizes, dt)])
 
 
+@_callers_kind
 def max_unpooling(x, indices, output_sizes, *, out=None, backend=None, chunks=None):
     """Max unpooling (SPEC 3.7): a zero output of ``output_sizes`` (the full shape, N and C
     as the input's), with ``x[i]`` written at flat position ``indices[i]`` (as
@@ -547,6 +618,7 @@ def _plan_roi_pooling(x, rois, out, spatial_scale, pooled_size):
     return _call(names, plan, ["input", "rois"], [out], [("output", sizes, dt)])
 
 
+@_callers_kind
 def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None, chunks=None):
     """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
     with rows ``[batch, x1, y1, x2, y2]`` in input coordinates times ``spatial_scale``;
@@ -674,6 +746,7 @@ def _plan_quantized(x, out, input_scale, input_zero_point, output_scale, output_
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, out_dt)], extra)
 
 
+@_callers_kind
 def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_scale,
                                      output_zero_point, window_size, *, strides=1,
                                      start_padding=0, end_padding=0, dilations=1,
@@ -789,6 +862,7 @@ def _plan_padding(x, out, start_padding, end_padding, mode, value):
     return _call(names, plan, ["input"], [out], [("output", plan.out_sizes, dt)])
 
 
+@_callers_kind
 def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None,
             backend=None, chunks=None):
     """Pad every dimension (SPEC 3.9). ``start_padding`` / ``end_padding`` are an int (every
