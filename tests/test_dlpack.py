@@ -104,3 +104,4 @@ def test_tensors_that_cannot_be_read_in_place_are_refused():
     with pytest.raises(dml.UnsupportedError, match="out"):
         dml.average_pooling(torch.ones((1, 1, 4, 4)), 2,
                             out=torch.ones((1, 1, 3, 3), requires_grad=True))
+

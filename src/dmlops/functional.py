@@ -134,16 +134,22 @@ def _callers_kind(fn):
             names = Names(fn.__name__)
             views = [_from_dlpack(o, names, "out") if _is_torch(o) else o for o in given]
             kw["out"] = type(out)(views) if isinstance(out, (tuple, list)) else views[0]
-            fn(*args, **kw)
-            return out
         result = fn(*args, **kw)
-        if not _is_torch(x) or _dask.is_dask(result) or isinstance(result, tuple) and \
-                _dask.is_dask(result[0]):
+        several = isinstance(result, tuple)
+        results = result if several else (result,)
+        if _dask.is_dask(results[0]):
             return result
-        import torch
-        if isinstance(result, tuple):
-            return tuple(torch.from_dlpack(r) for r in result)
-        return torch.from_dlpack(result)
+        final = []
+        for k, r in enumerate(results):
+            g = given[k] if out is not None and k < len(given) else None
+            if g is not None:
+                final.append(g if _is_torch(g) else r)      # (as given)
+            elif _is_torch(x):
+                import torch
+                final.append(torch.from_dlpack(r))
+            else:
+                final.append(r)
+        return tuple(final) if several else final[0]
     return call
 
 
