@@ -440,3 +440,40 @@ def test_execute_takes_dask_arrays(desc, lazy):
     with pytest.raises(dml.UnsupportedError, match="lazy"):
         op.execute(**{f: da.from_array(a) for f, a in arrays.items()},
                    **{f: np.empty(w.shape, w.dtype) for f, w in want.items()})
+
+
+def test_execute_takes_dask_arrays_beside_numpy_parameters():
+    """execute of quantized pooling (scales and zero points NumPy, per channel), unpooling
+    (indices NumPy) and ROI pooling (boxes NumPy) with a Dask input: the in-memory bits;
+    Dask boxes are refused."""
+    t = dml.TensorDesc
+    rng = np.random.default_rng(2)
+    q = dml.QuantizedLinearAveragePoolingDesc(
+        input_tensor=t("UINT8", (1, 3, 9, 8)), input_scale_tensor=t("FLOAT32", (1, 3, 1, 1)),
+        input_zero_point_tensor=t("UINT8", (1, 3, 1, 1)),
+        output_scale_tensor=t("FLOAT32", (1, 1, 1, 1)), output_tensor=t("UINT8", (1, 3, 5, 4)),
+        strides=(2, 2), window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1))
+    x = rng.integers(0, 256, (1, 3, 9, 8)).astype(np.uint8)
+    params = dict(input_scale_tensor=np.array([0.5, 1.5, 0.1], np.float32).reshape(1, 3, 1, 1),
+                  input_zero_point_tensor=np.array([3, 200, 0], np.uint8).reshape(1, 3, 1, 1),
+                  output_scale_tensor=np.full((1, 1, 1, 1), 0.7, np.float32))
+    u = dml.MaxUnpoolingDesc(input_tensor=t("FLOAT32", (1, 3, 5, 4)),
+                             indices_tensor=t("UINT32", (1, 3, 5, 4)),
+                             output_tensor=t("FLOAT32", (1, 3, 9, 8)))
+    xf = rng.standard_normal((1, 3, 5, 4)).astype(np.float32)
+    idx = rng.integers(0, 3 * 72, (1, 3, 5, 4)).astype(np.uint32)
+    r = dml.RoiPoolingDesc(input_tensor=t("FLOAT32", (2, 3, 9, 8)),
+                           roi_tensor=t("FLOAT32", (1, 1, 2, 5)),
+                           output_tensor=t("FLOAT32", (2, 3, 2, 2)), pooled_size=(2, 2))
+    xr = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    rois = np.array([[1, 0, 0, 4, 5], [0, 2, 3, 7, 8]], np.float32).reshape(1, 1, 2, 5)
+    for desc, data, other in ((q, x, params), (u, xf, dict(indices_tensor=idx)),
+                              (r, xr, dict(roi_tensor=rois))):
+        op = dml.compile_operator(desc)
+        want = op.execute(input_tensor=data, **other)["output_tensor"]
+        got = op.execute(input_tensor=da.from_array(data, chunks=2), **other)["output_tensor"]
+        assert isinstance(got, da.Array)
+        assert got.compute(scheduler="synchronous").tobytes() == want.tobytes()
+    with pytest.raises(dml.UnsupportedError, match="stay NumPy"):
+        dml.compile_operator(r).execute(input_tensor=da.from_array(xr),
+                                        roi_tensor=da.from_array(rois))
