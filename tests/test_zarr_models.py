@@ -275,3 +275,16 @@ def test_without_the_extra_the_error_names_it(tmp_path, monkeypatch):
     assert 'pip install "dmlops[dask]"' in e.value.message
     examples = Path(__file__).resolve().parent.parent / "examples"
     assert load_model(examples / "max_pooling2_indices.json").run(io.StringIO()) == []
+
+
+def test_a_damaged_store_is_a_located_error(tmp_path, monkeypatch):
+    """A chunk of the input store that cannot be decoded, met while computing: exit 2 at the
+    target's command, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    _volume(tmp_path)
+    chunk = next(p for p in (tmp_path / "in.zarr").rglob("*")
+                 if p.is_file() and p.name != "zarr.json")
+    chunk.write_bytes(b"not a compressed chunk")
+    rc, out, err = _run(_write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr")])))
+    assert rc == 2 and out == "" and "commands[1].targetPath" in err and "computing" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json"]

@@ -1322,7 +1322,8 @@ def _computing(name: str, path: str):
         raise ModelError(path, f"computing {name!r}: {e}") from None
     except ZarrError as e:
         raise ModelError(path, str(e)) from None
-    except (OSError, ValueError, RuntimeError, TypeError, KeyError) as e:
+    except Exception as e:      # (zarr's, Dask's and distributed's own errors among them:
+        # `dmlops run` exits with 0 or 2, never a traceback)
         raise ModelError(path, f"computing {name!r}: {type(e).__name__}: {e}") from None
 
 
