@@ -288,3 +288,15 @@ def test_a_damaged_store_is_a_located_error(tmp_path, monkeypatch):
     rc, out, err = _run(_write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr")])))
     assert rc == 2 and out == "" and "commands[1].targetPath" in err and "computing" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json"]
+
+
+def test_a_file_where_the_store_goes_is_replaced(tmp_path, monkeypatch):
+    """A plain file at the target's path is replaced by the store, and nothing is left
+    aside."""
+    monkeypatch.chdir(tmp_path)
+    _volume(tmp_path)
+    (tmp_path / "y.zarr").write_text("an old file")
+    rc, _, err = _run(_write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr")])))
+    assert rc == 0, err
+    assert (tmp_path / "y.zarr").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json", "y.zarr"]

@@ -163,19 +163,30 @@ class Staged:
             self.temps.remove(tmp)
             self.temps.append(final)        # (undone by discard until the end)
         for aside, _ in self.kept:
-            shutil.rmtree(aside, ignore_errors=True)
+            _remove(aside)
         self.kept, self.temps = [], []
 
     def discard(self):
         """Remove what was staged or moved, put back what was set aside."""
         for folder in self.temps:
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove(folder)
         for aside, final in self.kept:
-            shutil.rmtree(final, ignore_errors=True)
+            _remove(final)
             os.replace(aside, final)
         for folder in sorted(self.made, key=lambda f: len(f.parts), reverse=True):
             shutil.rmtree(folder, ignore_errors=True)
         self.temps, self.kept, self.made = [], [], []
+
+
+def _remove(path: Path):
+    """A folder with what it holds, or a file (a target's old occupant may be either)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 class Session:
