@@ -477,3 +477,21 @@ def test_execute_takes_dask_arrays_beside_numpy_parameters():
     with pytest.raises(dml.UnsupportedError, match="stay NumPy"):
         dml.compile_operator(r).execute(input_tensor=da.from_array(xr),
                                         roi_tensor=da.from_array(rois))
+
+
+def test_empty_outputs_decide_as_in_memory():
+    """An empty output is made at once, as in memory, where no kernel runs (ROI pooling of
+    no channels reads no box); a non-empty one over an empty batch still checks its boxes
+    (ROI pooling over N = 0 refuses batch index 0, as in memory)."""
+    x = np.zeros((0, 3, 4, 4), np.float32)
+    rois = np.array([[0, 0, 0, 1, 1]], np.float32)
+    kw = dict(spatial_scale=1.0, pooled_size=2)
+    with pytest.raises(dml.InvalidArgumentError) as memory:
+        dml.roi_pooling(x, rois, **kw)
+    with pytest.raises(dml.InvalidArgumentError) as lazy:
+        dml.roi_pooling(da.from_array(x), rois, **kw)
+    assert str(lazy.value) == str(memory.value)
+    far = np.array([[5, 0, 0, 1, 1]], np.float32)       # (no image 5)
+    assert dml.roi_pooling(np.zeros((2, 0, 4, 4), np.float32), far, **kw).shape == (1, 0, 2, 2)
+    y = dml.roi_pooling(da.zeros((2, 0, 4, 4), dtype=np.float32), far, **kw)
+    assert y.shape == (1, 0, 2, 2) and y.compute().shape == (1, 0, 2, 2)

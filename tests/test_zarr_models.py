@@ -66,6 +66,28 @@ def _pool_model(source, targets, *, dtype=None, window=3, out=None, pads=(1, 1))
     }
 
 
+def _unpool_model(idx, idx_binding, targets):
+    """Max unpooling of in.zarr (X_SHAPE) at indices resource ``idx`` (bound as
+    ``idx_binding``) into y, then writeFile of y to each of ``targets``."""
+    count = int(np.prod(X_SHAPE))
+    return {
+        "resources": {
+            "x": {"initialValues": {"sourcePath": "in.zarr"}},
+            "idx": idx,
+            "y": {"initialValuesDataType": "FLOAT32",
+                  "initialValues": {"valueCount": count, "value": 0}}},
+        "dispatchables": {"unpool": {"type": "DML_OPERATOR_MAX_UNPOOLING", "desc": {
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": list(X_SHAPE)},
+            "IndicesTensor": {"DataType": "UINT32", "Sizes": list(X_SHAPE)},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": list(X_SHAPE)}}}},
+        "commands": [
+            {"type": "dispatch", "dispatchable": "unpool",
+             "bindings": {"InputTensor": "x", "IndicesTensor": idx_binding,
+                          "OutputTensor": "y"}}] +
+                    [{"type": "writeFile", "resource": "y", "targetPath": t} for t in targets],
+    }
+
+
 def _write(tmp_path, model) -> Path:
     path = tmp_path / "model.json"
     path.write_text(json.dumps(model))
@@ -120,23 +142,8 @@ def test_a_failing_model_leaves_the_stores_as_they_were(tmp_path, monkeypatch):
     idx[1, 2, 19, 17] = 10**6
     zarr.create_array(store=str(tmp_path / "idx.zarr"), shape=X_SHAPE, chunks=(1, 1, 5, 5),
                       dtype="uint32")[...] = idx
-    count = int(np.prod(X_SHAPE))
-    model = {
-        "resources": {
-            "x": {"initialValues": {"sourcePath": "in.zarr"}},
-            "idx": {"initialValues": {"sourcePath": "idx.zarr"}},
-            "y": {"initialValuesDataType": "FLOAT32",
-                  "initialValues": {"valueCount": count, "value": 0}}},
-        "dispatchables": {"unpool": {"type": "DML_OPERATOR_MAX_UNPOOLING", "desc": {
-            "InputTensor": {"DataType": "FLOAT32", "Sizes": list(X_SHAPE)},
-            "IndicesTensor": {"DataType": "UINT32", "Sizes": list(X_SHAPE)},
-            "OutputTensor": {"DataType": "FLOAT32", "Sizes": list(X_SHAPE)}}}},
-        "commands": [
-            {"type": "dispatch", "dispatchable": "unpool",
-             "bindings": {"InputTensor": "x", "IndicesTensor": "idx", "OutputTensor": "y"}},
-            {"type": "writeFile", "resource": "y", "targetPath": "new.zarr"},
-            {"type": "writeFile", "resource": "y", "targetPath": "old.zarr"}],
-    }
+    model = _unpool_model({"initialValues": {"sourcePath": "idx.zarr"}}, "idx",
+                          ["new.zarr", "old.zarr"])
     rc, out, err = _run(_write(tmp_path, model))
     assert rc == 2 and "commands[1].targetPath" in err
     assert "indices_tensor[1, 2, 19, 17] = 1000000 is outside" in err
@@ -300,3 +307,35 @@ def test_a_file_where_the_store_goes_is_replaced(tmp_path, monkeypatch):
     assert rc == 0, err
     assert (tmp_path / "y.zarr").is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json", "y.zarr"]
+
+
+def test_two_arrays_into_one_new_store(tmp_path, monkeypatch):
+    """Two targets inside one store that does not exist yet: both arrays are there."""
+    monkeypatch.chdir(tmp_path)
+    x = _volume(tmp_path)
+    rc, _, err = _run(_write(tmp_path, _pool_model(
+        "in.zarr", [("y", "both.zarr/values"), ("i", "both.zarr/deep/indices")])))
+    assert rc == 0, err
+    y, i = dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1,
+                           output_indices=True)
+    both = str(tmp_path / "both.zarr")
+    assert zarr.open_array(store=both, path="values", mode="r")[...].tobytes() == y.tobytes()
+    assert np.array_equal(zarr.open_array(store=both, path="deep/indices", mode="r")[...], i)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["both.zarr", "in.zarr", "model.json"]
+
+
+def test_a_lazy_dispatch_with_an_input_in_memory(tmp_path, monkeypatch):
+    """Unpooling a zarr input at indices from a sequence initialiser (in memory, bound as
+    usual, through an element offset): the in-memory result, here the input reversed."""
+    monkeypatch.chdir(tmp_path)
+    x = _volume(tmp_path)
+    count = int(np.prod(X_SHAPE))
+    # count + 2, count + 1, ..., 0: from element 3 on, count - 1 down to 0
+    idx = {"initialValuesDataType": "UINT32",
+           "initialValues": {"valueCount": count + 3, "valueStart": count + 2,
+                             "valueDelta": -1}}
+    model = _unpool_model(idx, {"name": "idx", "elementOffset": 3}, ["y.zarr"])
+    rc, _, err = _run(_write(tmp_path, model))
+    assert rc == 0, err
+    got = zarr.open_array(store=str(tmp_path / "y.zarr"), mode="r")[...]
+    assert got.tobytes() == x.reshape(-1)[::-1].reshape(X_SHAPE).tobytes()

@@ -150,17 +150,20 @@ def _gather(parts, local, inside, value):
     return y
 
 
+def _cut(chunks, size, where) -> tuple:
+    """Chunks of a dimension of ``size`` elements cut at ``where(b)`` for each boundary ``b``
+    between chunks ``chunks`` of another dimension (clipped to the dimension)."""
+    cuts = sorted({0, size} | {min(size, max(0, where(int(b)))) for b in np.cumsum(chunks)[:-1]})
+    return tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]))
+
+
 def _pool_chunks(x, g):
     """Output chunks that follow the input's: along each spatial dimension the output is cut
     where the input is, divided by the stride (rounded up), so that regular input chunks
     give regular output chunks (zarr's); N and C as the input."""
-    out = [x.chunks[0], x.chunks[1]]
-    for i in range(g.k):
-        size, s = g.output_sizes[2 + i], g.strides[i]
-        starts = np.cumsum((0,) + x.chunks[2 + i])[1:-1]
-        cuts = sorted({0, size} | {min(size, -(-int(b) // s)) for b in starts})
-        out.append(tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]) if hi > lo))
-    return tuple(out)
+    return x.chunks[:2] + tuple(
+        _cut(x.chunks[2 + i], g.output_sizes[2 + i], lambda b, s=g.strides[i]: -(-b // s))
+        for i in range(g.k))
 
 
 def _reach(g, eff, i, o0, o1, n):
@@ -252,11 +255,16 @@ def _assemble(parts) -> np.ndarray:
     return one if not isinstance(one, list) else np.block(parts)
 
 
+def _channel_part(a, c0, c1):
+    """Channels [c0, c1) of a per-channel array (1, C, 1, ...); a per-tensor one as it is."""
+    return a[:, c0:c1] if a.ndim > 1 and a.shape[1] > 1 else a
+
+
 def _channels(extra, c0, c1):
-    """Quantization parameters for channels [c0, c1): per-channel ones sliced."""
+    """Quantization parameters for channels [c0, c1)."""
     if extra is None:
         return None
-    return {k: (a[:, c0:c1] if a.ndim > 1 and a.shape[1] > 1 else a) for k, a in extra.items()}
+    return {k: _channel_part(a, c0, c1) for k, a in extra.items()}
 
 
 def pooling(x, call, kernels, chunks, names: Names):
@@ -324,13 +332,9 @@ def pooling(x, call, kernels, chunks, names: Names):
 def _grad_chunks(dy, g):
     """dx's chunks where only dy is given: N and C as dy's, each spatial dimension cut where
     dy's is, times the stride (the inverse of ``_pool_chunks``)."""
-    out = [dy.chunks[0], dy.chunks[1]]
-    for i in range(g.k):
-        n, s = g.input_sizes[2 + i], g.strides[i]
-        starts = np.cumsum((0,) + dy.chunks[2 + i])[1:-1]
-        cuts = sorted({0, n} | {min(n, int(b) * s) for b in starts})
-        out.append(tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]) if hi > lo))
-    return tuple(out)
+    return dy.chunks[:2] + tuple(
+        _cut(dy.chunks[2 + i], g.input_sizes[2 + i], lambda b, s=g.strides[i]: b * s)
+        for i in range(g.k))
 
 
 def pooling_grad(x, dy, call, kernels, chunks, names: Names):
@@ -437,15 +441,7 @@ def _fill(f, c0, c1, shape):
     """A block of ``shape`` (channels [c0, c1)) of fill ``f`` (``_fills``)."""
     import dask.array as da
 
-    part = f[:, c0:c1] if f.shape[1] > 1 else f
-    return da.broadcast_to(da.from_array(part), shape, chunks=shape)
-
-
-def _scaled_chunks(chunks, n, m):
-    """Chunks of a dimension of ``m`` elements cut where chunks ``chunks`` of ``n`` are,
-    scaled by m / n."""
-    cuts = sorted({0, m} | {int(b) * m // n for b in np.cumsum(chunks)[:-1]})
-    return tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]))
+    return da.broadcast_to(da.from_array(_channel_part(f, c0, c1)), shape, chunks=shape)
 
 
 def unpooling(x, indices, call, kernels, chunks, names: Names):
@@ -464,10 +460,12 @@ def unpooling(x, indices, call, kernels, chunks, names: Names):
     plan = call.plan
     dtype = np.dtype(call.outputs[0][2])
     full, out_sizes = tuple(plan.input_sizes), tuple(plan.output_sizes)
-    default = tuple(x.chunks[d] if d < 2 else _scaled_chunks(x.chunks[d], full[d], out_sizes[d])
-                    for d in range(x.ndim))
+    default = x.chunks[:2] + tuple(
+        _cut(x.chunks[d], out_sizes[d], lambda b, n=full[d], m=out_sizes[d]: b * m // n)
+        for d in range(2, x.ndim))
     out_chunks = output_chunks(chunks, out_sizes, dtype, names, default)
-    indices = indices.rechunk(x.chunks)
+    x_blocks = x.to_delayed(optimize_graph=False)
+    i_blocks = indices.rechunk(x.chunks).to_delayed(optimize_graph=False)
     bounds = [np.cumsum((0,) + c) for c in out_chunks]
     grid = tuple(len(c) for c in out_chunks)
     in_spans = _spans(x.chunks)
@@ -478,12 +476,9 @@ def unpooling(x, indices, call, kernels, chunks, names: Names):
         return _sorted_triples(xb, ib, origin, full, out_sizes, bounds, grid, empty)
 
     parts = {}
-    for index in np.ndindex(*(len(c) for c in x.chunks)):
-        o = [in_spans[d][j] for d, j in enumerate(index)]
-        region = tuple(slice(*s) for s in o)
-        task = dask.delayed(sort, pure=False)(x[region].rechunk(-1), indices[region].rechunk(-1),
-                                              [s[0] for s in o])
-        parts[index] = task
+    for index in np.ndindex(*x_blocks.shape):
+        origin = [in_spans[d][j][0] for d, j in enumerate(index)]
+        parts[index] = dask.delayed(sort, pure=False)(x_blocks[index], i_blocks[index], origin)
     spans = _spans(out_chunks)
 
     def block(index):
@@ -499,7 +494,7 @@ def unpooling(x, indices, call, kernels, chunks, names: Names):
                 order = np.argsort(pos, kind="stable")
                 at = np.concatenate([p[1] for p in got])[order]
                 v = np.concatenate([p[2] for p in got])[order]
-                with on_this_thread():
+                with on_this_thread():     # (no triple holds a "no element" index)
                     kernels.max_unpooling(v.reshape(1, 1, -1), at.reshape(1, 1, -1),
                                           y.reshape(1, 1, -1), 2**64 - 1)
             return y

@@ -72,14 +72,6 @@ def _name(store: Path, component: str) -> str:
     return str(store) + ("/" + component if component else "")
 
 
-def aligned(array, shape):
-    """``array`` (Dask) of ``shape`` with regular chunks (its largest chunk per dimension,
-    the zarr chunks it will be written with)."""
-    if tuple(array.shape) != tuple(shape):
-        array = array.reshape(shape)
-    return array.rechunk(tuple(max(c) if c else 1 for c in array.chunks))
-
-
 class Staged:
     """zarr targets written under temporary names, then moved into place together
     (``commit``), or removed (``discard``). ``add`` records a target's array (Dask or NumPy);
@@ -91,6 +83,7 @@ class Staged:
         self.places = []        # (temporary folder, final folder)
         self.kept = []          # (folder set aside, where it was)
         self.made = []          # folders made for groups that were missing
+        self.new = {}           # store -> its temporary folder, for stores made anew
 
     def add(self, store: Path, component: str, array):
         self.items.append((store, component, array))
@@ -105,36 +98,39 @@ class Staged:
         sources, targets = [], []
         for store, component, array in self.items:
             lazy = array if hasattr(array, "dask") else da.from_array(array, chunks="auto")
-            lazy = aligned(lazy, lazy.shape)
+            # regular chunks (the largest per dimension): the zarr chunks, each written whole
+            # by one task
+            lazy = lazy.rechunk(tuple(max(c) if c else 1 for c in lazy.chunks))
+            spec = dict(shape=lazy.shape, chunks=lazy.chunksize, dtype=lazy.dtype,
+                        fill_value=None)
             if not component:
-                tmp = Path(tempfile.mkdtemp(prefix=f".{store.name}.", suffix=".tmp",
-                                            dir=store.parent))
-                self.temps.append(tmp)
-                self.places.append((tmp, store))
-                target = zarr.create_array(store=str(tmp), shape=lazy.shape,
-                                           chunks=lazy.chunksize, dtype=lazy.dtype,
-                                           fill_value=None)
+                target = zarr.create_array(store=str(self._new_store(store)), **spec)
             else:
-                target = self._in_group(store, component, lazy)
+                target = self._in_group(store, component, spec)
             sources.append(lazy)
             targets.append(target)
         session.store(sources, targets)
 
-    def _in_group(self, store: Path, component: str, lazy):
-        """An array at ``component`` of ``store``: a new store made whole under a temporary
-        name, or, in an existing group, the array under a temporary name beside its place
-        (the groups on the way made where missing)."""
-        import zarr
-
-        *groups, leaf = component.split("/")
-        if not store.exists():
+    def _new_store(self, store: Path) -> Path:
+        """The temporary folder of a store made anew (one for all its targets)."""
+        if store not in self.new:
             tmp = Path(tempfile.mkdtemp(prefix=f".{store.name}.", suffix=".tmp",
                                         dir=store.parent))
             self.temps.append(tmp)
             self.places.append((tmp, store))
-            root = zarr.open_group(store=str(tmp), mode="w")
-            return root.create_array(component, shape=lazy.shape, chunks=lazy.chunksize,
-                                     dtype=lazy.dtype, fill_value=None)
+            self.new[store] = tmp
+        return self.new[store]
+
+    def _in_group(self, store: Path, component: str, spec: dict):
+        """An array at ``component`` of ``store``: in a store made anew, or, in an existing
+        group, under a temporary name beside its place (the groups on the way made where
+        missing)."""
+        import zarr
+
+        *groups, leaf = component.split("/")
+        if store in self.new or not store.exists():
+            root = zarr.open_group(store=str(self._new_store(store)), mode="a")
+            return root.create_array(component, **spec)
         try:
             group = zarr.open_group(store=str(store), mode="r+")
         except Exception as e:
@@ -149,8 +145,7 @@ class Staged:
         tmp_name = f".{leaf}.{os.getpid()}.{len(self.temps)}.tmp"
         self.temps.append(folder / tmp_name)
         self.places.append((folder / tmp_name, folder / leaf))
-        return group.create_array(tmp_name, shape=lazy.shape, chunks=lazy.chunksize,
-                                  dtype=lazy.dtype, fill_value=None)
+        return group.create_array(tmp_name, **spec)
 
     def commit(self):
         """Every staged folder into its place (an existing one set aside, then removed)."""
@@ -175,7 +170,7 @@ class Staged:
             os.replace(aside, final)
         for folder in sorted(self.made, key=lambda f: len(f.parts), reverse=True):
             shutil.rmtree(folder, ignore_errors=True)
-        self.temps, self.kept, self.made = [], [], []
+        self.temps, self.kept, self.made, self.new = [], [], [], {}
 
 
 def _remove(path: Path):

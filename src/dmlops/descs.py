@@ -42,6 +42,9 @@ __all__ = ["AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc"
            "compile_operator", "CompiledOperator", "DESC_CLASSES"]
 
 IN, OUT = "input", "output"
+# the bind points that stay NumPy beside a Dask input (SPEC 6)
+_STAY_NUMPY = frozenset({"roi_tensor", "input_scale_tensor", "input_zero_point_tensor",
+                         "output_scale_tensor", "output_zero_point_tensor"})
 
 
 def _spelling(value):
@@ -623,6 +626,8 @@ class CompiledOperator:
         inputs beside it bind as usual; outputs cannot be bound."""
         import dask.array as da
 
+        from .functional import _Call
+
         desc, plan = self.desc, self.plan
         lazy, views = {}, {}
         for field, (kind, _) in known.items():
@@ -635,6 +640,10 @@ class CompiledOperator:
                 raise names.unsupported(f"execute: {field} is bound, but the inputs are Dask "
                                         f"arrays: the outputs are new lazy arrays (store them "
                                         f"with dask.array.store)")
+            if field in _STAY_NUMPY and _dask.is_dask(value):
+                raise names.unsupported(f"{names(field)} is a Dask array; ROI boxes and "
+                                        f"quantization scales and zero points stay NumPy "
+                                        f"(SPEC 6)")
             if not _dask.is_dask(value):
                 views[field] = bind(value, t, names, field, output=False)
                 lazy[field] = da.from_array(np.ascontiguousarray(views[field]), chunks=-1)
@@ -650,7 +659,11 @@ class CompiledOperator:
         outs = [(f, getattr(desc, f).sizes, getattr(desc, f).dtype) for f, (k, _) in known.items()
                 if k == OUT and getattr(desc, f) is not None]
         x = lazy.get("input_tensor")
-        call = _LazyCall(names, plan, outs, None)
+        extra = None
+        if isinstance(plan, _pool.PoolPlan) and plan.kind == "quantized":
+            extra = self._quantization({f: v for f, v in views.items() if f in _STAY_NUMPY},
+                                       names)
+        call = _Call(names, plan, tuple(lazy), outs, extra)
         kernels = self._kernels
         if isinstance(plan, _pad.PadPlan):
             ys = [_dask.padding(x, plan, None, names)]
@@ -658,9 +671,6 @@ class CompiledOperator:
             ys = [_dask.unpooling(x, lazy["indices_tensor"], call, kernels, None,
                                   names.with_fields(indices=("indices_tensor", 0)))]
         elif isinstance(plan, _pool.RoiPlan):
-            if _dask.is_dask(bindings["roi_tensor"]):
-                raise names.unsupported(f"{names('roi_tensor')} is a Dask array; ROI boxes stay "
-                                        f"NumPy (SPEC 6)")
             rois = native(views["roi_tensor"])
             regions = _pool.roi_regions(plan, rois, names.with_fields(rois=("roi_tensor", 0)))
             ys = [_dask.roi_pooling(x, regions, call, kernels, None, names)]
@@ -669,12 +679,6 @@ class CompiledOperator:
             ys = [_dask.pooling_grad(x if plan.kind == "max_grad" else None, dy, call, kernels,
                                      None, names)]
         else:
-            if plan.kind == "quantized":
-                params = {f: v for f, v in views.items() if f != "input_tensor"}
-                if len(params) + 1 != len(lazy):
-                    raise names.unsupported("execute: quantization scales and zero points stay "
-                                            "NumPy (SPEC 6); the input alone may be a Dask array")
-                call = _LazyCall(names, plan, outs, self._quantization(params, names))
             ys = _dask.pooling(x, call, kernels, None, names)
             ys = list(ys) if isinstance(ys, tuple) else [ys]
         return {f: y for (f, _, _), y in zip(outs, ys)}
@@ -709,16 +713,6 @@ class CompiledOperator:
             else:
                 out[key] = np.zeros((1,) * rank, dtype=np.int64)
         return out
-
-
-@dataclass(frozen=True)
-class _LazyCall:
-    """What the Dask plans read of a call (as ``functional._Call``)."""
-
-    names: Names
-    plan: object
-    outputs: list
-    extra: dict | None
 
 
 def check_no_overlap(names, inputs, outputs):

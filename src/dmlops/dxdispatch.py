@@ -476,31 +476,28 @@ def _parse_resource(name: str, value, base_dir: Path, path: str, lazy=False) -> 
             raise ModelError(ipath, f"expected an array of values or an object "
                                     f"({{valueCount, value}}, {{valueCount, valueStart, "
                                     f"valueDelta}} or {{sourcePath}}), got {_describe(init)}")
-    nbytes = values.size * dt.itemsize
-    size = nbytes
+    data = _alloc(_buffer_bytes(obj, values.size, dt, path), path)
+    data[:values.size * dt.itemsize] = values.view(np.uint8)
+    return Resource(name, dt, data, values.size)
+
+
+def _buffer_bytes(obj: dict, count: int, dt: DataType, path: str) -> int:
+    """A resource's bytes: its ``count`` initial values, or ``sizeInBytes`` where given (no
+    fewer), rounded up to 4."""
+    nbytes = size = count * dt.itemsize
     if "sizeInBytes" in obj:
         spath = _key(path, "sizeInBytes")
         size = _uint(obj["sizeInBytes"], spath)
         if size < nbytes:
             raise ModelError(spath, f"{size} is smaller than the {nbytes} bytes of "
-                                    f"initialValues ({values.size} x {dt.name})")
-    size = (size + 3) // 4 * 4
-    data = _alloc(size, path)
-    data[:nbytes] = values.view(np.uint8)
-    return Resource(name, dt, data, values.size)
+                                    f"initialValues ({count} x {dt.name})")
+    return (size + 3) // 4 * 4
 
 
 def _lazy_fill(name, obj, dt: DataType, count: int, value, path: str) -> Resource:
     import dask.array as da
-    size = count * dt.itemsize
-    if "sizeInBytes" in obj:
-        spath = _key(path, "sizeInBytes")
-        size = _uint(obj["sizeInBytes"], spath)
-        if size < count * dt.itemsize:
-            raise ModelError(spath, f"{size} is smaller than the {count * dt.itemsize} bytes "
-                                    f"of initialValues ({count} x {dt.name})")
     return Resource(name, dt, None, count, lazy=da.full((count,), value, dtype=dt.dtype),
-                    size=(size + 3) // 4 * 4)
+                    size=_buffer_bytes(obj, count, dt, path))
 
 
 def _affordable(nbytes: int, path: str, what: str) -> None:
@@ -963,8 +960,8 @@ class _Dispatch:
     def run(self, state, shapes, session):
         d = self.dispatchable
         mapper = _ErrorMapper(d.camel)
-        if self.lazy:
-            arrays = {f: _lazy_view(state[b.resource.name], d.tensors[f])
+        if self.lazy:       # (NumPy inputs beside the lazy ones bind as in memory)
+            arrays = {f: _lazy_view(state[b.resource.name], b, d.tensors[f])
                       for f, b in self.bindings.items() if f not in d.outputs}
         else:
             for b in self.bindings.values():        # (lazy fills this dispatch writes into)
@@ -994,8 +991,11 @@ def _whole(b: "_Binding", t) -> bool:
             math.prod(t.sizes) == b.resource.count)
 
 
-def _lazy_view(value, t):
-    """A lazy resource's elements as tensor ``t`` (its sizes)."""
+def _lazy_view(value, b: "_Binding", t):
+    """A resource's elements as tensor ``t``: a lazy one's reshaped to its sizes, a byte
+    buffer's viewed through binding ``b`` (``_view``)."""
+    if isinstance(value, np.ndarray):
+        return _view(value, b, t)
     return value if tuple(value.shape) == tuple(t.sizes) else value.reshape(t.sizes)
 
 
@@ -1049,23 +1049,13 @@ class _WriteFile:
 
     def run(self, state, shapes, pending: dict, session):
         r = self.resource
+        # the command's dimensions, else (zarr) the sizes the resource was last written with
+        shape = self.dims or (shapes.get(r.name) if self.zarr else None) or (r.count,)
         value = state[r.name]
-        if self.zarr is not None:
-            # the command's dimensions, else the sizes the resource was last written with
-            shape = self.dims or shapes.get(r.name) or (r.count,)
-            if isinstance(value, np.ndarray):
-                count = math.prod(shape)
-                value = value[:count * r.data_type.itemsize].view(r.data_type.dtype).copy()
-            pending[self.target] = (value, self.path, shape, self.zarr)
-            return
-        count = r.count if self.dims is None else int(np.prod(self.dims, dtype=object))
         if isinstance(value, np.ndarray):
-            values = value[:count * r.data_type.itemsize].view(r.data_type.dtype).copy()
-        else:
-            values = value.reshape(-1)[:count]      # (computed when written)
-        if self.dims is not None:
-            values = values.reshape(self.dims)
-        pending[self.target] = (values, self.path, None, None)
+            count = int(np.prod(shape, dtype=object))
+            value = value[:count * r.data_type.itemsize].view(r.data_type.dtype).copy()
+        pending[self.target] = (_shaped(value, shape), self.path, self.zarr)
 
 
 _COMMAND_KEYS = {
@@ -1345,10 +1335,12 @@ def _write_files(pending: dict, session) -> list:
     from ._zarrio import Staged, ZarrError
     staged, moved, made = [], [], []
     stores = Staged()
-    files = [(t, v) for t, v in pending.items() if v[3] is None]
+    files = [(t, v) for t, v in pending.items() if v[2] is None]
+    # (a failure of the zarr targets together is reported at the first of them)
+    first_zarr = next((p for _, (_, p, z) in pending.items() if z is not None), None)
     failure, done = None, False     # (the command's path, what failed)
     try:
-        for target, (values, path, shape, zarr) in pending.items():
+        for target, (values, path, zarr) in pending.items():
             where = _key(path, "targetPath")
             if zarr is not None:
                 try:
@@ -1357,7 +1349,7 @@ def _write_files(pending: dict, session) -> list:
                     failure = (path, f"cannot make the folder of {str(target)!r}: "
                                      f"{e.strerror or e}")
                     break
-                stores.add(*zarr, _shaped(values, shape))
+                stores.add(*zarr, values)
                 continue
             try:
                 with _computing(str(target), where):
@@ -1379,14 +1371,12 @@ def _write_files(pending: dict, session) -> list:
                 with _computing("the zarr targets", ""):
                     stores.write(session)
             except (ModelError, ZarrError) as e:
-                first = next(p for _, (_, p, _, z) in pending.items() if z is not None)
-                failure = (first, e.message if isinstance(e, ModelError) else str(e))
+                failure = (first_zarr, e.message if isinstance(e, ModelError) else str(e))
             except OSError as e:
-                first = next(p for _, (_, p, _, z) in pending.items() if z is not None)
-                failure = (first, f"cannot write the zarr targets: {e.strerror or e}")
+                failure = (first_zarr, f"cannot write the zarr targets: {e.strerror or e}")
         umask = os.umask(0)
         os.umask(umask)
-        for tmp, (target, (_, path, _, _)) in zip(staged if failure is None else [], files):
+        for tmp, (target, (_, path, _)) in zip(staged if failure is None else [], files):
             # (mkstemp makes its file private; a written result gets the usual mode)
             try:
                 os.chmod(tmp, 0o666 & ~umask)
@@ -1399,8 +1389,8 @@ def _write_files(pending: dict, session) -> list:
             try:
                 stores.commit()
             except OSError as e:
-                first = next(p for _, (_, p, _, z) in pending.items() if z is not None)
-                failure = (first, f"cannot move a zarr target into place: {e.strerror or e}")
+                failure = (first_zarr, f"cannot move a zarr target into place: "
+                                       f"{e.strerror or e}")
         done = failure is None
     finally:
         if not done:
@@ -1417,8 +1407,7 @@ def _write_files(pending: dict, session) -> list:
 
 
 def _shaped(values, shape):
-    """A zarr target's array: ``values`` of ``shape`` (1-D NumPy elements or a lazy
-    array)."""
+    """``values`` (1-D NumPy elements or a lazy array) as an array of ``shape``."""
     if tuple(values.shape) == tuple(shape):
         return values
     return values.reshape(-1)[:math.prod(shape)].reshape(shape)
@@ -1531,10 +1520,10 @@ def _names_zarr(resources: dict, commands) -> bool:
 
 def _plan_laziness(commands, resources: dict) -> None:
     """Which dispatches run lazily (one of their inputs is lazy: a zarr array, a lazy fill,
-    or the output of a lazy dispatch), checked before anything runs: a lazy resource binds
+    or the output of a lazy dispatch), checked before anything runs: there a lazy input binds
     whole (its initialised elements as the tensor's sizes, from element 0, no strides), and
-    so does a lazy dispatch's output, which then holds the lazy result. An in-memory dispatch
-    writing into a lazy fill makes it in memory first."""
+    so does an output, which then holds the lazy result; in-memory inputs beside them bind as
+    usual. An in-memory dispatch writing into a lazy fill makes it in memory first."""
     lazy = {name for name, r in resources.items() if r.lazy is not None}
     for cmd in commands:
         if not isinstance(cmd, _Dispatch):
@@ -1543,7 +1532,7 @@ def _plan_laziness(commands, resources: dict) -> None:
         inputs = {f: b for f, b in cmd.bindings.items() if f not in d.outputs}
         cmd.lazy = any(b.resource.name in lazy for b in inputs.values())
         for f, b in cmd.bindings.items():
-            if (b.resource.name in lazy or cmd.lazy and f in d.outputs) and \
+            if cmd.lazy and (f in d.outputs or b.resource.name in lazy) and \
                     not _whole(b, d.tensors[f]):
                 t = d.tensors[f]
                 raise ModelError(b.path, f"resource {b.resource.name!r} is lazy here (the "

@@ -585,12 +585,10 @@ def max_unpooling(x, indices, output_sizes, *, out=None, backend=None, chunks=No
     input's and the other dimensions cut where the input's are, scaled to the output's size.
     """
     if _dask.is_dask(x) or _dask.is_dask(indices) or chunks is not None:
-        call, kernels, stands, (x, indices) = _lazy_call(
-            "max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
-            _plan_max_unpooling, output_sizes)
-        if any(s.size == 0 for s in stands):
-            return _empty_lazy(call)
-        return _dask.unpooling(x, indices, call, kernels, chunks, call.names)
+        return _lazy("max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
+                     _plan_max_unpooling, (output_sizes,),
+                     lambda call, kernels, x, indices: _dask.unpooling(
+                         x, indices, call, kernels, chunks, call.names))
     x = _input(x, "max_unpooling")
     indices = _input(indices, "max_unpooling", "indices")
     call = planned(_plan_max_unpooling, (x, indices, out), output_sizes)
@@ -644,14 +642,12 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None, 
     boxes in one chunk and C as the input's.
     """
     if _dask.is_dask(x) or chunks is not None:
-        rois = _input(rois, "roi_pooling", "rois")
-        call, kernels, (stand, _), (x, _) = _lazy_call(
-            "roi_pooling", [("x", x), ("rois", rois)], out, backend, chunks, _plan_roi_pooling,
-            spatial_scale, pooled_size)
-        regions = _pool.roi_regions(call.plan, rois, call.names)
-        if stand.size == 0 or len(regions) == 0:
-            return _empty_lazy(call)
-        return _dask.roi_pooling(x, regions, call, kernels, chunks, call.names)
+        rois = _input(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
+        return _lazy("roi_pooling", [("x", x), ("rois", rois)], out, backend, chunks,
+                     _plan_roi_pooling, (spatial_scale, pooled_size),
+                     lambda call, kernels, x, _: _dask.roi_pooling(
+                         x, _pool.roi_regions(call.plan, rois, call.names), call, kernels,
+                         chunks, call.names))
     x = _input(x, "roi_pooling")
     rois = _input(rois, "roi_pooling", "rois")
     call = planned(_plan_roi_pooling, (x, rois, out), spatial_scale, pooled_size)
@@ -813,31 +809,31 @@ def _lazy_call(op, arrays, out, backend, chunks, plan, *args):
     return call, _kernels(call, backend), stands, lazy
 
 
-def _empty_lazy(call):
-    """Lazy outputs of an empty call (N or C 0), as in memory."""
+def _lazy(op, arrays, out, backend, chunks, plan, args, build):
+    """A function of Dask arrays: validated and planned now (``_lazy_call``), then
+    ``build(call, kernels, *operands as Dask arrays)`` makes the lazy result. An empty output
+    (N or C 0) is made at once, as in memory, where no kernel runs."""
     import dask.array as da
-    ys = [da.from_array(np.zeros(shape, dtype)) for _, shape, dtype in call.outputs]
-    return tuple(ys) if len(ys) > 1 else ys[0]
+
+    call, kernels, _, lazy = _lazy_call(op, arrays, out, backend, chunks, plan, *args)
+    if any(0 in shape for _, shape, _ in call.outputs):
+        ys = [da.from_array(np.zeros(shape, dtype)) for _, shape, dtype in call.outputs]
+        return tuple(ys) if len(ys) > 1 else ys[0]
+    return build(call, kernels, *lazy)
 
 
 def _lazy_pooling(op, x, out, backend, chunks, plan, *args):
-    """A pooling function of a Dask array: validated now, computed when asked
-    (``_dask.pooling``). An empty batch (N or C 0) gives empty outputs, as in memory."""
-    call, kernels, (stand,), (x,) = _lazy_call(op, [("x", x)], out, backend, chunks, plan,
-                                                *args)
-    if stand.size == 0:
-        return _empty_lazy(call)
-    return _dask.pooling(x, call, kernels, chunks, call.names)
+    """A pooling function of a Dask array (``_dask.pooling``)."""
+    return _lazy(op, [("x", x)], out, backend, chunks, plan, args,
+                 lambda call, kernels, x: _dask.pooling(x, call, kernels, chunks, call.names))
 
 
 def _lazy_grad(op, arrays, out, backend, chunks, plan, *args):
-    """A gradient of Dask arrays: validated now, computed when asked
-    (``_dask.pooling_grad``)."""
-    call, kernels, stands, lazy = _lazy_call(op, arrays, out, backend, chunks, plan, *args)
-    if any(s.size == 0 for s in stands):
-        return _empty_lazy(call)
-    x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
-    return _dask.pooling_grad(x, dy, call, kernels, chunks, call.names)
+    """A gradient of Dask arrays (``_dask.pooling_grad``): ``x`` and ``dy``, or ``dy``."""
+    def build(call, kernels, *lazy):
+        x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
+        return _dask.pooling_grad(x, dy, call, kernels, chunks, call.names)
+    return _lazy(op, arrays, out, backend, chunks, plan, args, build)
 
 
 def _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks):
