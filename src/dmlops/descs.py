@@ -722,7 +722,8 @@ def check_no_overlap(names, inputs, outputs):
         for fi, a in earlier:
             if np.may_share_memory(o, a):
                 try:
-                    overlap = np.shares_memory(o, a, max_work=100_000)
+                    # (NumPy's stubs allow max_work -1 or 0 alone; any bound works)
+                    overlap = np.shares_memory(o, a, max_work=100_000)  # type: ignore[arg-type]
                 except np.exceptions.TooHardError:
                     overlap = True
                 if overlap:

@@ -1191,7 +1191,8 @@ def _check_overlaps(d: Dispatchable, bindings: dict):
                 continue
             vb = _strided(_view(b.resource.data, b, d.tensors[b.field]), d.tensors[b.field])
             try:
-                overlap = np.shares_memory(va, vb, max_work=1_000_000)
+                # (NumPy's stubs allow max_work -1 or 0 alone; any bound works)
+                overlap = np.shares_memory(va, vb, max_work=1_000_000)  # type: ignore[arg-type]
             except np.exceptions.TooHardError:
                 overlap = True
             if overlap:

@@ -52,7 +52,7 @@ def supported() -> tuple:
                  if all(f in features for f in NEEDS[level]) and _module(level) is not None)
 
 
-def _check(level, origin: str) -> str:
+def _check(level: object, origin: str) -> str:
     if not isinstance(level, str) or level.lower() not in ORDER:
         raise UnsupportedError(f"{origin} = {level!r} is not a CPU level; known: "
                                f"{', '.join(ORDER)}")
