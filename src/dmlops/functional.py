@@ -20,7 +20,7 @@ import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
 from ._plancache import ArrayFacts, planned
 from .descs import check_no_overlap, run_padding, with_native_outputs
-from .dtypes import NATIVE_DTYPES, DataType
+from .dtypes import NATIVE_DTYPES, DataType, PaddingMode
 from .errors import InvalidArgumentError, Names
 from .tensor import check_distinct, check_fits_memory, native, native_dtype, new_array
 
@@ -66,7 +66,7 @@ class _Call:
     plan: Any               # a PoolPlan, UnpoolPlan, RoiPlan or PadPlan
     inputs: tuple[str, ...]     # the array operands' labels, for overlap messages
     # (label, shape, NumPy dtype) of each output
-    outputs: tuple[tuple[str, tuple[int, ...], np.dtype[Any]], ...]
+    outputs: Sequence[tuple[str, tuple[int, ...], np.dtype[Any]]]
     extra: dict[str, NDArray[Any]] | None = None   # quantization parameters (read-only arrays)
 
 
@@ -165,7 +165,7 @@ def _callers_kind(fn: _F) -> _F:
             else:
                 final.append(r)
         return tuple(final) if several else final[0]
-    return call
+    return cast("_F", call)
 
 
 def _outputs(call: _Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
@@ -209,7 +209,7 @@ def _run(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object
 
 # --- planning: pure, kept by the plan cache ---------------------------------------------
 
-def _output_sizes_label(output_sizes: object, rank: int) -> tuple[str, int]:
+def _output_sizes_label(output_sizes: Any, rank: int) -> tuple[str, int]:
     if output_sizes is None or is_int(output_sizes):
         return ("output_sizes", -2)
     try:
@@ -399,6 +399,7 @@ def _plan_max_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
                   output_sizes)
     specs = [("output", g.output_sizes, dt)]
     if pair:
+        assert idx_dt is not None   # (set above for a pair)
         _pool.check_index_type(x.shape, idx_dt, names.with_fields(
             indices=("indices_dtype", 0)), "indices")
         specs.append(("indices", g.output_sizes, idx_dt))
@@ -916,11 +917,11 @@ def roi_pooling(x: ArrayInput, rois: ArrayLike, *, spatial_scale: Float, pooled_
     boxes in one chunk and C as the input's.
     """
     if _dask.is_dask(x) or chunks is not None:
-        rois = _input(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
-        return _lazy("roi_pooling", [("x", x), ("rois", rois)], out, backend, chunks,
+        boxes = _input(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
+        return _lazy("roi_pooling", [("x", x), ("rois", boxes)], out, backend, chunks,
                      _plan_roi_pooling, (spatial_scale, pooled_size),
                      lambda call, kernels, x, _: _dask.roi_pooling(
-                         x, _pool.roi_regions(call.plan, rois, call.names), call, kernels,
+                         x, _pool.roi_regions(call.plan, boxes, call.names), call, kernels,
                          chunks, call.names))
     x = _input(x, "roi_pooling")
     rois = _input(rois, "roi_pooling", "rois")
@@ -1246,7 +1247,7 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
     plan = call.plan
     if x.size == 0:
         if y.size:
-            if plan.mode != _pad.PaddingMode.CONSTANT:
+            if plan.mode != PaddingMode.CONSTANT:
                 raise call.names.invalid(f"x has shape {x.shape}; only constant padding can "
                                          f"pad an empty dimension")
             y[...] = plan.value

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from .support import Row
 
 # window, strides, start and end padding, dilations: one value per spatial dimension
-_Params = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
-                tuple[int, ...]]
+WindowParams = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+                     tuple[int, ...]]
 
 INDEX_LIMIT_32 = 2**32 - 1
 EMPTY_INDEX: dict[DataType | None, int] = {DataType.UINT32: 2**32 - 1, DataType.UINT64: 2**64 - 1,
@@ -77,7 +77,7 @@ def same_type(names: Names, first: str, dt1: DataType, second: str, dt2: DataTyp
 
 
 def window_params(names: Names, rank: int, window_size: Any, strides: Any, start_padding: Any,
-                  end_padding: Any, dilations: Any, allow_scalar: bool) -> _Params:
+                  end_padding: Any, dilations: Any, allow_scalar: bool) -> WindowParams:
     """Lengths of the spatial arguments (phase 2)."""
     k = rank - 2
     w = spatial(window_size, k, names, "window_size", rank, allow_scalar)
@@ -88,7 +88,7 @@ def window_params(names: Names, rank: int, window_size: Any, strides: Any, start
     return w, s, a, b, d
 
 
-def geometry(row: Row, names: Names, in_sizes: Sequence[int], params: _Params,
+def geometry(row: Row, names: Names, in_sizes: Sequence[int], params: WindowParams,
              output_sizes: Sequence[int] | None, extended: Row | None = None) -> Window:
     """Values (phase 3): window values, fit, output sizes ``F`` or ``F + 1``.
 
