@@ -15,7 +15,7 @@ from .errors import DmlError, Names
 from .support import OPERATORS, first_level
 
 if TYPE_CHECKING:
-    from typing_extensions import TypeGuard
+    from typing import TypeGuard
 
     from .support import Row
 
