@@ -109,3 +109,7 @@ Chunks = Union[int, str, Sequence[Any], Mapping[Any, Any]]
 ForeignT = TypeVar("ForeignT", bound=Union[TorchTensorLike, DaskArrayLike])
 # what an array argument may be, in an implementation's signature (the overloads say more)
 ArrayInput = Union[ArrayLike, TorchTensorLike, DaskArrayLike]
+# max_pooling's indices: UINT32 (the default), UINT64 or INT64 (``indices_dtype``)
+IndexArray = NDArray[Union[np.uint32, np.uint64, np.int64]]
+# quantized pooling's output: INT8 or UINT8
+QuantizedArray = NDArray[Union[np.int8, np.uint8]]

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from ._types import (ArrayInput, Chunks, DaskArrayLike, DataTypeLike, Float, ForeignT,
-                         IntOrInts, LazyT, PaddingModeLike, ScalarT)
+                         IndexArray, IntOrInts, LazyT, PaddingModeLike, QuantizedArray, ScalarT)
     from .support import Row
     from .window import Window
 
@@ -423,7 +423,7 @@ def max_pooling(x: NDArray[ScalarT], window_size: IntOrInts, *, strides: IntOrIn
                 dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
                 output_indices: Literal[True], indices_dtype: DataTypeLike | None = ...,
                 out: Sequence[NDArray[Any]] | None = ..., backend: str | None = ...,
-                chunks: None = ...) -> tuple[NDArray[ScalarT], NDArray[np.integer[Any]]]: ...
+                chunks: None = ...) -> tuple[NDArray[ScalarT], IndexArray]: ...
 
 
 @overload
@@ -434,7 +434,7 @@ def max_pooling(x: NDArray[ScalarT], window_size: IntOrInts, *, strides: IntOrIn
                 indices_dtype: DataTypeLike | None = ...,
                 out: NDArray[Any] | Sequence[NDArray[Any]] | None = ...,
                 backend: str | None = ..., chunks: None = ...
-                ) -> NDArray[ScalarT] | tuple[NDArray[ScalarT], NDArray[np.integer[Any]]]: ...
+                ) -> NDArray[ScalarT] | tuple[NDArray[ScalarT], IndexArray]: ...
 
 
 @overload
@@ -481,7 +481,7 @@ def max_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ..
                 dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
                 output_indices: Literal[True], indices_dtype: DataTypeLike | None = ...,
                 out: Sequence[NDArray[Any]] | None = ..., backend: str | None = ...,
-                chunks: None = ...) -> tuple[NDArray[Any], NDArray[np.integer[Any]]]: ...
+                chunks: None = ...) -> tuple[NDArray[Any], IndexArray]: ...
 
 
 @overload
@@ -492,7 +492,7 @@ def max_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ..
                 indices_dtype: DataTypeLike | None = ...,
                 out: NDArray[Any] | Sequence[NDArray[Any]] | None = ...,
                 backend: str | None = ..., chunks: None = ...
-                ) -> NDArray[Any] | tuple[NDArray[Any], NDArray[np.integer[Any]]]: ...
+                ) -> NDArray[Any] | tuple[NDArray[Any], IndexArray]: ...
 
 
 @_callers_kind
@@ -1033,7 +1033,7 @@ def quantized_linear_average_pooling(x: NDArray[Any], input_scale: ArrayLike,
                                      include_padding: bool | np.bool_ = ...,
                                      output_dtype: DataTypeLike | None = ...,
                                      out: NDArray[Any] | None = ..., backend: str | None = ...,
-                                     chunks: None = ...) -> NDArray[np.integer[Any]]: ...
+                                     chunks: None = ...) -> QuantizedArray: ...
 
 
 @overload
