@@ -9,6 +9,8 @@ Two layers share one validation:
 - DirectML's descriptions: ``*Desc`` classes, :func:`compile_operator`, ``execute``.
 """
 
+from __future__ import annotations
+
 from .backends import backends, get_backend, set_backend
 from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc,
                     AveragePoolingGradDesc, CompiledOperator, LpPooling1Desc, LpPoolingDesc,

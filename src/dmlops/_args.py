@@ -5,18 +5,28 @@ Each returns the canonical form or raises with the caller's spelling (see :class
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import numpy as np
 
 from .dtypes import DataType, FeatureLevel, data_type
 from .errors import DmlError, Names
 from .support import OPERATORS, first_level
 
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
-def is_int(value) -> bool:
+    from .support import Row
+
+_T = TypeVar("_T")
+
+
+def is_int(value: object) -> TypeGuard[int | np.integer[Any]]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def as_int_tuple(value, names: Names, field: str) -> tuple:
+def as_int_tuple(value: Any, names: Names, field: str) -> tuple[int, ...]:
     """A sequence of integers (no bools, no floats), as given: lengths are checked later."""
     if is_int(value):
         return (int(value),)
@@ -36,7 +46,8 @@ def as_int_tuple(value, names: Names, field: str) -> tuple:
     return tuple(out)
 
 
-def spatial(value, k: int, names: Names, field: str, rank: int, allow_scalar=True) -> tuple:
+def spatial(value: Any, k: int, names: Names, field: str, rank: int, allow_scalar: bool = True
+            ) -> tuple[int, ...]:
     """An int (every spatial dimension) or a sequence of ``k`` ints."""
     if allow_scalar and is_int(value):
         return (int(value),) * k
@@ -50,8 +61,8 @@ def spatial(value, k: int, names: Names, field: str, rank: int, allow_scalar=Tru
 UINT_MAX = 2**32 - 1
 
 
-def check_bounds(values, minimum: int, names: Names, field: str, rule: str, *, uint=True,
-                 first=0):
+def check_bounds(values: Any, minimum: int, names: Names, field: str, rule: str, *,
+                 uint: bool = True, first: int = 0) -> None:
     """Each value (an int, or a sequence whose indices start at ``first`` in messages) at
     least ``minimum`` (else ``rule``), and with ``uint`` at most ``UINT_MAX``: the window,
     stride, dilation, padding and size fields are DirectML's 32-bit UINTs (larger ones would
@@ -66,7 +77,7 @@ def check_bounds(values, minimum: int, names: Names, field: str, rule: str, *, u
                                 f"the largest value of DirectML's UINT fields")
 
 
-def reraise(names: Names, fn, *args):
+def reraise(names: Names, fn: Callable[..., _T], *args: Any) -> _T:
     """Call a context-free normaliser and prefix its error with the operator's name."""
     try:
         return fn(*args)
@@ -74,11 +85,11 @@ def reraise(names: Names, fn, *args):
         raise type(e)(f"{names.op}: {e}") from None
 
 
-def dtype_of(value, names: Names, field: str) -> DataType:
+def dtype_of(value: Any, names: Names, field: str) -> DataType:
     return reraise(names, data_type, value, f"{names(field)} has data type")
 
 
-def operator_row(op: str, level: FeatureLevel | None, names: Names):
+def operator_row(op: str, level: FeatureLevel | None, names: Names) -> Row:
     """The support row of ``op`` at ``level``; an operator the level lacks is unsupported."""
     info = OPERATORS[op]
     row = info.row(level)
@@ -88,11 +99,12 @@ def operator_row(op: str, level: FeatureLevel | None, names: Names):
     return row
 
 
-def _level_text(level) -> str:
+def _level_text(level: FeatureLevel | None) -> str:
     return "extended mode" if level is None else f"feature level {level}"
 
 
-def check_type(op: str, level, row, role: str, dt: DataType, names: Names, field: str):
+def check_type(op: str, level: FeatureLevel | None, row: Row, role: str, dt: DataType,
+               names: Names, field: str) -> None:
     allowed = row.types[role]
     if dt in allowed:
         return
@@ -104,7 +116,8 @@ def check_type(op: str, level, row, role: str, dt: DataType, names: Names, field
                             f"does not support here; accepted: {listed}{hint}")
 
 
-def check_rank(op: str, level, row, rank: int, names: Names, field: str, what="tensor"):
+def check_rank(op: str, level: FeatureLevel | None, row: Row, rank: int, names: Names,
+               field: str, what: str = "tensor") -> None:
     if rank in row.ranks:
         return
     later = first_level(op, lambda r: rank in r.ranks)

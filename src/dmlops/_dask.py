@@ -21,21 +21,32 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .backends.reference.padding import index_map
 from .errors import Names
-from .padding import PaddingMode
+from .dtypes import PaddingMode
 from .threads import on_this_thread
 
+if TYPE_CHECKING:
+    from types import ModuleType
 
-def is_dask(x) -> bool:
+    from numpy.typing import NDArray
+
+    from ._types import Chunks
+    from .functional import _Call
+    from .window import Window
+
+
+def is_dask(x: Any) -> bool:
     """Whether ``x`` is a Dask array (without importing Dask)."""
     return type(x).__module__.split(".")[0] == "dask" and hasattr(x, "chunks")
 
 
-def stand_in(x, names: Names, field: str = "x") -> np.ndarray:
+def stand_in(x: Any, names: Names, field: str = "x") -> np.ndarray:
     """A NumPy array of ``x``'s shape and type holding no data (every element the same one),
     for the in-memory validation and planning."""
     if any(isinstance(n, float) and math.isnan(n) for n in x.shape):
@@ -49,7 +60,8 @@ def stand_in(x, names: Names, field: str = "x") -> np.ndarray:
                                            (0,) * x.ndim, writeable=False)
 
 
-def output_chunks(chunks, out_shape, dtype, names: Names, default):
+def output_chunks(chunks: Chunks | None, out_shape: Any, dtype: Any, names: Names, default: Any
+                  ) -> Any:
     """The output's chunking: ``chunks=`` (anything ``dask.array`` accepts), else
     ``default``; normalised against the output's shape."""
     from dask.array.core import normalize_chunks
@@ -62,13 +74,13 @@ def output_chunks(chunks, out_shape, dtype, names: Names, default):
                             f"{tuple(out_shape)}: {e}") from None
 
 
-def _pieces(n: int, beside: tuple) -> tuple:
+def _pieces(n: int, beside: tuple[int, ...]) -> tuple[int, ...]:
     """``n`` as pieces of the largest of the chunks ``beside`` (the last piece shorter)."""
     step = max(beside) if beside else 1
     return (step,) * (n // step) + ((n % step,) if n % step else ())
 
 
-def padding(x, plan, chunks, names: Names):
+def padding(x: Any, plan: Any, chunks: Chunks | None, names: Names) -> Any:
     """The lazy padding of Dask array ``x`` by ``plan`` (a PadPlan), chunked by ``chunks``
     (None: the input's chunks, and the pads in pieces of its largest chunk along their
     dimension): one task per output block, which gathers its elements from the few input
@@ -82,7 +94,8 @@ def padding(x, plan, chunks, names: Names):
     default = tuple(_pieces(plan.start[d], cs) + tuple(cs) + _pieces(plan.end[d], cs)
                     for d, cs in enumerate(x.chunks))
     out_chunks = output_chunks(chunks, plan.out_sizes, x.dtype, names, default)
-    maps = [index_map(int(plan.mode), n, a, m)
+    maps: list[tuple[NDArray[Any], NDArray[Any] | None]] = [
+        index_map(int(plan.mode), n, a, m)
             for n, a, m in zip(x.shape, plan.start, plan.out_sizes)]
     if plan.mode != PaddingMode.CONSTANT:
         maps = [(idx, None) for idx, _ in maps]
@@ -93,7 +106,7 @@ def padding(x, plan, chunks, names: Names):
     spans = _spans(out_chunks)
     # per dimension and output chunk (the same for every block beside it)
     each = [[_sources(maps[d], a, b, starts[d]) for a, b in spans[d]] for d in range(x.ndim)]
-    dsk = {}
+    dsk: dict[tuple[Any, ...], Any] = {}
     for index in np.ndindex(*(len(c) for c in out_chunks)):
         sources = [each[d][j] for d, j in enumerate(index)]
         shape = tuple(out_chunks[d][j] for d, j in enumerate(index))
@@ -109,7 +122,7 @@ def padding(x, plan, chunks, names: Names):
     return da.Array(graph, name, out_chunks, meta=np.empty((0,) * x.ndim, x.dtype))
 
 
-def _sources(m, o0, o1, starts):
+def _sources(m: Any, o0: Any, o1: Any, starts: Any) -> Any:
     """Output coordinates [o0, o1) of a dimension with index map ``m`` (sources, and where
     they are real: None but in constant mode): the input chunks their sources lie in, each
     one's place in those chunks set side by side, and where they are real (None: all); None
@@ -132,7 +145,7 @@ def _sources(m, o0, o1, starts):
     return used, local, inside
 
 
-def _gather(parts, local, inside, value):
+def _gather(parts: Any, local: Any, inside: Any, value: Any) -> Any:
     """An output block of padding: its sources' chunks (nested lists, one level a
     dimension) set side by side, gathered by ``local`` per dimension; ``value`` where a
     dimension's ``inside`` is False."""
@@ -150,14 +163,14 @@ def _gather(parts, local, inside, value):
     return y
 
 
-def _cut(chunks, size, where) -> tuple:
+def _cut(chunks: Any, size: Any, where: Any) -> tuple[Any, ...]:
     """Chunks of a dimension of ``size`` elements cut at ``where(b)`` for each boundary ``b``
     between chunks ``chunks`` of another dimension (clipped to the dimension)."""
     cuts = sorted({0, size} | {min(size, max(0, where(int(b)))) for b in np.cumsum(chunks)[:-1]})
     return tuple(hi - lo for lo, hi in zip(cuts, cuts[1:]))
 
 
-def _pool_chunks(x, g):
+def _pool_chunks(x: Any, g: Window) -> Any:
     """Output chunks that follow the input's: along each spatial dimension the output is cut
     where the input is, divided by the stride (rounded up), so that regular input chunks
     give regular output chunks (zarr's); N and C as the input."""
@@ -166,7 +179,7 @@ def _pool_chunks(x, g):
         for i in range(g.k))
 
 
-def _reach(g, eff, i, o0, o1, n):
+def _reach(g: Window, eff: Any, i: Any, o0: Any, o1: Any, n: Any) -> Any:
     """Outputs [o0, o1) along spatial dimension ``i`` (input size ``n``): the real input
     rows their windows read, [lo, hi), and the local pads (start, end) that give a local
     problem on those rows the same windows (padding only where the whole problem has it);
@@ -179,7 +192,7 @@ def _reach(g, eff, i, o0, o1, n):
     return rlo, rhi, rlo - lo, max(0, min(hi, n + g.end[i]) - rhi)
 
 
-def _blocks(shape, block, count):
+def _blocks(shape: Any, block: Any, count: Any) -> Any:
     """Arrays of ``count`` outputs made of blocks: ``block(index)`` gives the ``count``
     Dask arrays at block ``index`` of a grid of ``shape``."""
     import dask.array as da
@@ -196,7 +209,7 @@ def _blocks(shape, block, count):
     return outs
 
 
-def _spans(chunks):
+def _spans(chunks: Any) -> list[list[tuple[int, int]]]:
     """Each dimension's chunk boundaries, as (start, stop) per chunk."""
     return [list(zip(np.cumsum((0,) + c)[:-1].tolist(), np.cumsum(c).tolist()))
             for c in chunks]
@@ -211,12 +224,12 @@ class _Reader:
     read by the halos of its neighbours four times over); and a chunk is released once its
     own block and its parts are made, so memory stays bounded by a few chunks a thread."""
 
-    def __init__(self, x):
+    def __init__(self, x: Any) -> None:
         self.chunks = x.to_delayed(optimize_graph=False)
         self.starts = [np.cumsum((0,) + c) for c in x.chunks]
-        self.parts = {}
+        self.parts: dict[Any, Any] = {}
 
-    def __call__(self, region):
+    def __call__(self, region: Any) -> tuple[list[Any]]:
         ids, cuts = [], []
         for sl, st in zip(region, self.starts):
             first = int(np.searchsorted(st, sl.start, side="right")) - 1
@@ -233,7 +246,7 @@ class _Reader:
             grid[at] = self.chunks[index] if whole else self._part(index, cut)
         return (grid.tolist(),)
 
-    def _part(self, index, cut):
+    def _part(self, index: Any, cut: Any) -> Any:
         key = (index, cut)
         if key not in self.parts:
             import dask
@@ -242,11 +255,11 @@ class _Reader:
         return self.parts[key]
 
 
-def _copied(chunk, cut):
+def _copied(chunk: Any, cut: Any) -> Any:
     return np.array(chunk[cut])
 
 
-def _assemble(parts) -> np.ndarray:
+def _assemble(parts: Any) -> np.ndarray:
     """A region from its chunks and parts of chunks (``_Reader``): the one piece itself
     where there is one (the kernels read any strides), else the pieces side by side."""
     one = parts
@@ -255,19 +268,19 @@ def _assemble(parts) -> np.ndarray:
     return one if not isinstance(one, list) else np.block(parts)
 
 
-def _channel_part(a, c0, c1):
+def _channel_part(a: Any, c0: Any, c1: Any) -> Any:
     """Channels [c0, c1) of a per-channel array (1, C, 1, ...); a per-tensor one as it is."""
     return a[:, c0:c1] if a.ndim > 1 and a.shape[1] > 1 else a
 
 
-def _channels(extra, c0, c1):
+def _channels(extra: Any, c0: Any, c1: Any) -> Any:
     """Quantization parameters for channels [c0, c1)."""
     if extra is None:
         return None
     return {k: _channel_part(a, c0, c1) for k, a in extra.items()}
 
 
-def pooling(x, call, kernels, chunks, names: Names):
+def pooling(x: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None, names: Names) -> Any:
     """The lazy pooling of Dask array ``x`` by ``call.plan`` (average, max with or without
     indices, Lp, quantized average): each output block reads the input its windows cover
     and runs the in-memory kernel on that local problem (the same windows, the same real
@@ -294,8 +307,8 @@ def pooling(x, call, kernels, chunks, names: Names):
     spans = _spans(out_chunks)
     read = _Reader(x)
 
-    def block(index):
-        o = [spans[d][j] for d, j in enumerate(index)]
+    def block(index: Any) -> Any:
+        o: list[tuple[int, int]] = [spans[d][j] for d, j in enumerate(index)]
         shape = tuple(b - a for a, b in o)
         region, start, end = [slice(*o[0]), slice(*o[1])], [], []
         for i in range(k):
@@ -311,7 +324,7 @@ def pooling(x, call, kernels, chunks, names: Names):
         extra = _channels(call.extra, *o[1])
         origin = [o[0][0], o[1][0]] + [r.start for r in region[2:]]
 
-        def run(parts):
+        def run(parts: Any) -> Any:
             xb = _assemble(parts)
             ys = [np.empty(shape, out_dtype)]
             if pair:
@@ -329,7 +342,7 @@ def pooling(x, call, kernels, chunks, names: Names):
     return (outs[0], outs[1]) if pair else outs[0]
 
 
-def _grad_chunks(dy, g):
+def _grad_chunks(dy: Any, g: Window) -> Any:
     """dx's chunks where only dy is given: N and C as dy's, each spatial dimension cut where
     dy's is, times the stride (the inverse of ``_pool_chunks``)."""
     return dy.chunks[:2] + tuple(
@@ -337,7 +350,8 @@ def _grad_chunks(dy, g):
         for i in range(g.k))
 
 
-def pooling_grad(x, dy, call, kernels, chunks, names: Names):
+def pooling_grad(x: Any, dy: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None,
+                 names: Names) -> Any:
     """The lazy gradient (max: ``x`` and ``dy``; average: ``dy`` alone, ``x`` None),
     planned from the input side: each block of dx gathers the forward outputs whose windows
     touch it (their dy and, for max, the input those windows read) and runs the in-memory
@@ -361,8 +375,8 @@ def pooling_grad(x, dy, call, kernels, chunks, names: Names):
     read_dy = _Reader(dy)
     read_x = _Reader(x) if x is not None else None
 
-    def block(index):
-        o = [spans[d][j] for d, j in enumerate(index)]
+    def block(index: Any) -> Any:
+        o: list[tuple[int, int]] = [spans[d][j] for d, j in enumerate(index)]
         shape = tuple(b - a for a, b in o)
         outs, region, start, end, cut = [slice(*o[0]), slice(*o[1])], [], [], [], []
         for i in range(k):
@@ -385,7 +399,7 @@ def pooling_grad(x, dy, call, kernels, chunks, names: Names):
                     shape[:2] + tuple(r.stop - r.start for r in outs[2:]))
         lplan = dataclasses.replace(plan, geometry=lg)
 
-        def run(dy_parts, x_parts=None):
+        def run(dy_parts: Any, x_parts: Any = None) -> Any:
             dyb = _assemble(dy_parts)
             dx = np.empty(sizes, dtype)
             with on_this_thread():
@@ -398,8 +412,8 @@ def pooling_grad(x, dy, call, kernels, chunks, names: Names):
             y[(slice(None),) * 2 + tuple(c[0] for c in cut)] = \
                 dx[(slice(None),) * 2 + tuple(c[1] for c in cut)]
             return y
-        args = read_dy(tuple(outs))
-        if x is not None:
+        args: tuple[list[Any], ...] = read_dy(tuple(outs))
+        if read_x is not None:      # (an x was given)
             args += read_x(tuple(outs[:2] + region))
         task = dask.delayed(run, pure=False)(*args)
         return [da.from_delayed(task, shape, dtype=dtype)]
@@ -407,7 +421,7 @@ def pooling_grad(x, dy, call, kernels, chunks, names: Names):
     return _blocks(tuple(len(c) for c in out_chunks), block, 1)[0]
 
 
-def _global_indices(local, local_shape, origin, full, empty):
+def _global_indices(local: Any, local_shape: Any, origin: Any, full: Any, empty: Any) -> Any:
     """Flat indices over the local block ``local_shape`` at ``origin`` made flat indices over
     the whole input ``full`` (the empty index kept)."""
     flat = local.astype(np.uint64)
@@ -417,7 +431,8 @@ def _global_indices(local, local_shape, origin, full, empty):
     return np.where(none, local, glob.astype(local.dtype))
 
 
-def _fills(plan, kernels, dtype, out_dtype, idx_dtype, extra=None):
+def _fills(plan: Any, kernels: ModuleType, dtype: Any, out_dtype: Any, idx_dtype: Any,
+           extra: Any = None) -> Any:
     """The outputs of a window that reads no real element (value, then index), as the
     kernel writes them: one such window run in memory, per channel where a quantization
     parameter is (the output zero point is the fill), shaped (1, C or 1, 1, ...)."""
@@ -437,14 +452,15 @@ def _fills(plan, kernels, dtype, out_dtype, idx_dtype, extra=None):
     return ys
 
 
-def _fill(f, c0, c1, shape):
+def _fill(f: Any, c0: Any, c1: Any, shape: Any) -> Any:
     """A block of ``shape`` (channels [c0, c1)) of fill ``f`` (``_fills``)."""
     import dask.array as da
 
     return da.broadcast_to(da.from_array(_channel_part(f, c0, c1)), shape, chunks=shape)
 
 
-def unpooling(x, indices, call, kernels, chunks, names: Names):
+def unpooling(x: Any, indices: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None,
+              names: Names) -> Any:
     """The lazy max unpooling of ``x`` at ``indices`` (Dask arrays of one shape): each input
     block checks its indices and sorts its (position, index, value) triples into the output
     chunks they name; each output chunk applies the triples it is sent in flat input order
@@ -471,7 +487,7 @@ def unpooling(x, indices, call, kernels, chunks, names: Names):
     in_spans = _spans(x.chunks)
     empty = plan.empty_index
 
-    def sort(xb, ib, origin):
+    def sort(xb: Any, ib: Any, origin: Any) -> Any:
         _pool.check_unpool_indices(plan, ib, names, origin)
         return _sorted_triples(xb, ib, origin, full, out_sizes, bounds, grid, empty)
 
@@ -481,12 +497,12 @@ def unpooling(x, indices, call, kernels, chunks, names: Names):
         parts[index] = dask.delayed(sort, pure=False)(x_blocks[index], i_blocks[index], origin)
     spans = _spans(out_chunks)
 
-    def block(index):
+    def block(index: Any) -> Any:
         shape = tuple(b - a for a, b in (spans[d][j] for d, j in enumerate(index)))
         flat = int(np.ravel_multi_index(index, grid))
         pieces = [dask.delayed(_piece, pure=True)(t, flat) for t in parts.values()]
 
-        def run(pieces):
+        def run(pieces: Any) -> Any:
             y = np.zeros(shape, dtype)
             got = [p for p in pieces if p is not None]
             if got:
@@ -503,11 +519,12 @@ def unpooling(x, indices, call, kernels, chunks, names: Names):
     return _blocks(grid, block, 1)[0]
 
 
-def _piece(triples, flat):
+def _piece(triples: Any, flat: Any) -> Any:
     return triples.get(flat)
 
 
-def _sorted_triples(xb, ib, origin, full, out_sizes, bounds, grid, empty):
+def _sorted_triples(xb: Any, ib: Any, origin: Any, full: Any, out_sizes: Any, bounds: Any,
+                    grid: Any, empty: Any) -> Any:
     """A block's (input position, place in its output chunk, value) triples by output chunk
     (flat chunk number), "no element" indices left out."""
     flat = ib.reshape(-1)
@@ -533,7 +550,8 @@ def _sorted_triples(xb, ib, origin, full, out_sizes, bounds, grid, empty):
                                                       np.split(values, cuts)) if c.size}
 
 
-def roi_pooling(x, regions, call, kernels, chunks, names: Names):
+def roi_pooling(x: Any, regions: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None,
+                names: Names) -> Any:
     """The lazy ROI pooling of Dask array ``x`` by ``regions`` (the boxes already scaled,
     rounded and checked at the call: ``pooling.roi_regions``): per image and chunk of
     channels, one task reads the bounding box of that image's boxes (clipped to the input)
@@ -572,7 +590,7 @@ def roi_pooling(x, regions, call, kernels, chunks, names: Names):
             local[:, [1, 3]] -= box[2]
             local[:, [2, 4]] -= box[0]
 
-            def run(x_parts, local=local, shape=shape):
+            def run(x_parts: Any, local: Any = local, shape: Any = shape) -> Any:
                 y = np.empty(shape, dtype)
                 with on_this_thread():
                     kernels.roi_pooling(_assemble(x_parts), local, y)

@@ -25,7 +25,8 @@ import enum
 import struct
 import threading
 from collections import OrderedDict
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -37,6 +38,12 @@ CACHE_SIZE = 1024
 # An array argument (per-channel scales, a window size given as an array) is keyed by its
 # bytes up to this many elements; a longer one is planned without the cache.
 VALUE_ARRAY_LIMIT = 4096
+
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+_T = TypeVar("_T")
 
 
 class _Flags(NamedTuple):
@@ -54,7 +61,7 @@ class ArrayFacts:
 
     __slots__ = ("shape", "strides", "dtype", "flags")
 
-    def __init__(self, a: np.ndarray):
+    def __init__(self, a: np.ndarray) -> None:
         self.shape, self.strides, self.dtype = a.shape, a.strides, a.dtype
         f = a.flags
         self.flags = _Flags(f.writeable, f.c_contiguous, f.f_contiguous)
@@ -67,11 +74,11 @@ class ArrayFacts:
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ArrayFacts(shape={self.shape}, strides={self.strides}, dtype={self.dtype})"
 
 
-def array_key(a: np.ndarray) -> tuple:
+def array_key(a: NDArray[Any]) -> tuple[Any, ...]:
     return a.shape, a.strides, a.dtype, a.flags.writeable
 
 
@@ -83,7 +90,7 @@ _ATOMS = (int, bool, str, type(None))
 _ATOM_TYPES = frozenset(_ATOMS)
 
 
-def value_key(v):
+def value_key(v: Any) -> Any:
     """``v`` as a hashable key that only an equal value of the same type shares."""
     t = type(v)
     if t in _ATOMS:
@@ -101,12 +108,12 @@ def value_key(v):
     if isinstance(v, type) and (v in (int, float, bool) or issubclass(v, np.generic)):
         return t, v         # a dtype spelled as a type: np.uint32, float
     if dataclasses.is_dataclass(v) and not isinstance(v, type) \
-            and v.__dataclass_params__.frozen:     # descriptions and TensorDesc
+            and getattr(v, "__dataclass_params__").frozen:     # descriptions and TensorDesc
         return (t,) + tuple(value_key(getattr(v, f.name)) for f in dataclasses.fields(v))
     raise _Uncacheable
 
 
-def _values_key(values) -> tuple:
+def _values_key(values: Sequence[Any]) -> tuple[Any, ...]:
     """The key of a sequence of values."""
     types = tuple(map(type, values))
     if _ATOM_TYPES.issuperset(types):   # the usual case: what value_key's pairs would say,
@@ -114,7 +121,7 @@ def _values_key(values) -> tuple:
     return None, tuple(map(value_key, values))
 
 
-def _operand_key(v):
+def _operand_key(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return array_key(v)
     if type(v) is tuple or type(v) is list:     # out= pairs
@@ -122,7 +129,7 @@ def _operand_key(v):
     return value_key(v)
 
 
-def _operand_facts(v):
+def _operand_facts(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return ArrayFacts(v)
     if type(v) is tuple or type(v) is list:
@@ -135,24 +142,24 @@ class _Plans:
     dictionary read (atomic, so calls from several threads need no lock); adding takes a
     lock, so that dropping stays exact."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int) -> None:
         self.size = size
-        self._plans: OrderedDict = OrderedDict()
+        self._plans: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key):
+    def get(self, key: Any) -> Any:
         return self._plans.get(key)
 
-    def put(self, key, plan):
+    def put(self, key: Any, plan: Any) -> None:
         with self._lock:
             self._plans[key] = plan
             while len(self._plans) > self.size:
                 self._plans.popitem(last=False)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._plans)
 
-    def clear(self):
+    def clear(self) -> None:
         with self._lock:
             self._plans.clear()
 
@@ -160,7 +167,7 @@ class _Plans:
 _plans = _Plans(CACHE_SIZE)
 
 
-def planned(planner, operands: tuple, *params):
+def planned(planner: Callable[..., _T], operands: tuple[Any, ...], *params: Any) -> _T:
     """``planner(*operands, *params)``, kept for the next call with the same key.
 
     ``operands`` are the call's arrays (inputs and ``out=``, already ``np.asarray``-ed where
@@ -173,13 +180,13 @@ def planned(planner, operands: tuple, *params):
         key = (planner, tuple(map(_operand_key, operands)), _values_key(params))
     except _Uncacheable:
         return planner(*map(_operand_facts, operands), *params)
-    plan = _plans.get(key)
+    plan: _T | None = _plans.get(key)
     if plan is None:
         plan = planner(*map(_operand_facts, operands), *params)
         _plans.put(key, plan)
     return plan
 
 
-def clear():
+def clear() -> None:
     """Forget every kept plan (tests: a cold call)."""
     _plans.clear()

@@ -21,9 +21,14 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 EXTRA = 'the dask extra (pip install "dmlops[dask]")'
 CONNECT_TIMEOUT = "10s"     # to reach a --scheduler
@@ -33,7 +38,7 @@ class ZarrError(Exception):
     """What went wrong with a store, for the model's error at the command's location."""
 
 
-def split(text: str):
+def split(text: str) -> Any:
     """``(store, component)`` of a path naming a zarr array (``component`` "" for the store
     itself), or None where no component ends in ``.zarr``."""
     parts = Path(text).parts
@@ -43,7 +48,7 @@ def split(text: str):
     return None
 
 
-def _imports():
+def _imports() -> None:
     try:
         import dask.array  # noqa: F401
         import zarr  # noqa: F401
@@ -51,7 +56,7 @@ def _imports():
         raise ZarrError(f"zarr stores need {EXTRA}: {e}") from None
 
 
-def open_source(store: Path, component: str):
+def open_source(store: Path, component: str) -> Any:
     """The zarr array ``component`` of ``store`` as a Dask array of the zarr's chunks."""
     _imports()
     import dask.array as da
@@ -77,18 +82,20 @@ class Staged:
     (``commit``), or removed (``discard``). ``add`` records a target's array (Dask or NumPy);
     ``write`` computes and stores all of them in one pass (shared work done once)."""
 
-    def __init__(self):
-        self.items = []         # (store, component, array)
-        self.temps = []         # folders to remove on failure (whole stores or arrays)
-        self.places = []        # (temporary folder, final folder)
-        self.kept = []          # (folder set aside, where it was)
-        self.made = []          # folders made for groups that were missing
-        self.new = {}           # store -> its temporary folder, for stores made anew
+    def __init__(self) -> None:
+        self.items: list[tuple[Path, str, Any]] = []     # (store, component, array)
+        # folders to remove on failure (whole stores or arrays)
+        self.temps: list[Path] = []
+        self.places: list[tuple[Path, Path]] = []       # (temporary folder, final folder)
+        self.kept: list[tuple[Path, Path]] = []         # (folder set aside, where it was)
+        self.made: list[Path] = []      # folders made for groups that were missing
+        # store -> its temporary folder, for stores made anew
+        self.new: dict[Path, Path] = {}
 
-    def add(self, store: Path, component: str, array):
+    def add(self, store: Path, component: str, array: Any) -> None:
         self.items.append((store, component, array))
 
-    def write(self, session: Session):
+    def write(self, session: Session) -> None:
         if not self.items:
             return
         _imports()
@@ -121,7 +128,7 @@ class Staged:
             self.new[store] = tmp
         return self.new[store]
 
-    def _in_group(self, store: Path, component: str, spec: dict):
+    def _in_group(self, store: Path, component: str, spec: dict[str, Any]) -> Any:
         """An array at ``component`` of ``store``: in a store made anew, or, in an existing
         group, under a temporary name beside its place (the groups on the way made where
         missing)."""
@@ -147,7 +154,7 @@ class Staged:
         self.places.append((folder / tmp_name, folder / leaf))
         return group.create_array(tmp_name, **spec)
 
-    def commit(self):
+    def commit(self) -> None:
         """Every staged folder into its place (an existing one set aside, then removed)."""
         for tmp, final in self.places:
             if final.exists():
@@ -161,7 +168,7 @@ class Staged:
             _remove(aside)
         self.kept, self.temps = [], []
 
-    def discard(self):
+    def discard(self) -> None:
         """Remove what was staged or moved, put back what was set aside."""
         for folder in self.temps:
             _remove(folder)
@@ -173,7 +180,7 @@ class Staged:
         self.temps, self.kept, self.made, self.new = [], [], [], {}
 
 
-def _remove(path: Path):
+def _remove(path: Path) -> None:
     """A folder with what it holds, or a file (a target's old occupant may be either)."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
@@ -188,12 +195,12 @@ class Session:
     """Where a model's Dask work runs: this process's threads, or the dask.distributed
     scheduler at ``scheduler`` (connected on first use); ``progress``: a bar on stderr."""
 
-    def __init__(self, scheduler=None, progress=False):
+    def __init__(self, scheduler: Any = None, progress: Any = False) -> None:
         self.scheduler = scheduler
         self.progress = progress
-        self._client = None
+        self._client: Any = None      # (a distributed.Client)
 
-    def _run(self, collections: list) -> list:
+    def _run(self, collections: list[Any]) -> list[Any]:
         """``collections`` computed (arrays' values, or a store's writes)."""
         import dask
         if self.scheduler is None:
@@ -209,24 +216,25 @@ class Session:
             from distributed import progress
             with contextlib.redirect_stdout(sys.stderr):   # (its bar prints to stdout)
                 progress(futures)
-        return self._client.gather(futures)
+        results: list[Any] = self._client.gather(futures)
+        return results
 
-    def compute(self, array) -> np.ndarray:
+    def compute(self, array: Any) -> np.ndarray:
         """An array's values in memory (NumPy arrays pass through)."""
         return np.asarray(self._run([array])[0] if hasattr(array, "dask") else array)
 
-    def store(self, sources, targets):
+    def store(self, sources: Any, targets: Any) -> None:
         import dask.array as da
         writes = da.store(sources, targets, lock=False, compute=False)
         self._run(list(writes) if isinstance(writes, (tuple, list)) else [writes])
 
-    def close(self):
+    def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
 
 
-def connect(address: str):
+def connect(address: str) -> Any:
     """A ``distributed`` client of the scheduler at ``address``."""
     try:
         import distributed

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 __all__ = ["main"]
 
@@ -61,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _level_text(text: str):
+def _level_text(text: str) -> int | str:
     """A level as typed on the command line: a hexadecimal value (0x6400) is the number, as
     the library's spellings have it; the rest goes to the library as text."""
     t = text.strip()
@@ -73,7 +75,7 @@ def _level_text(text: str):
     return text
 
 
-def _run(args, out, err) -> int:
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .dxdispatch import ModelError, load_model, write_text
     try:
         model = load_model(args.model, feature_level=args.feature_level,
@@ -92,9 +94,10 @@ def _run(args, out, err) -> int:
     return 0
 
 
-def _is_terminal(stream) -> bool:
+def _is_terminal(stream: Any) -> bool:
     try:
-        return stream.isatty()
+        tty: bool = stream.isatty()
+        return tty
     except (AttributeError, ValueError):
         return False
 
@@ -109,7 +112,7 @@ def _cpu_level() -> str:
         return f"unavailable ({e})"
 
 
-def _info(out) -> int:
+def _info(out: TextIO) -> int:
     import dmlops
     from .dtypes import DataType, FeatureLevel
     from .support import OPERATORS
@@ -139,7 +142,7 @@ def _info(out) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dmlops`` console script and of ``python -m dmlops``."""
     out, err = sys.stdout, sys.stderr
     parser = _parser()

@@ -18,7 +18,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
 import numpy as np
 
@@ -35,6 +37,15 @@ from .support import OPERATORS
 from .tensor import (TensorDesc, bind, check_tensor_desc, check_tensor_values, native, new_array,
                      strides_alias)
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._types import (DaskArrayLike, DataTypeLike, FeatureLevelLike, Float, IntOrInts,
+                         PaddingModeLike)
+    from .dtypes import FeatureLevel
+
 __all__ = ["AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc",
            "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc",
            "MaxPooling2Desc", "MaxPoolingGradDesc", "LpPoolingDesc", "LpPooling1Desc",
@@ -47,7 +58,7 @@ _STAY_NUMPY = frozenset({"roi_tensor", "input_scale_tensor", "input_zero_point_t
                          "output_scale_tensor", "output_zero_point_tensor"})
 
 
-def _spelling(value):
+def _spelling(value: Any) -> Any:
     """Sequences become tuples of ints where they are ints; anything else is kept as given
     for compile_operator to report."""
     if value is None or is_int(value) or isinstance(value, (str, bytes, set, frozenset, dict)):
@@ -62,11 +73,15 @@ class _Desc:
     """Common behaviour of the description classes (``operator_type`` and
     ``operator_type_value`` are class attributes set by ``_desc``)."""
 
-    _op: str = ""
+    _op: ClassVar[str] = ""
     # (field, input/output, optional)
-    _tensors: tuple = ()
+    _tensors: ClassVar[tuple[tuple[str, str, bool], ...]] = ()
+    operator_type: ClassVar[str]
+    operator_type_value: ClassVar[int]
+    # (each description class is a dataclass)
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name in ("strides", "window_size", "start_padding", "end_padding",
@@ -94,13 +109,16 @@ class _Desc:
                 object.__setattr__(self, "dimension_count", max(len(x.sizes) - spatial, 0))
 
     @classmethod
-    def bind_points(cls):
+    def bind_points(cls) -> tuple[tuple[str, str, bool], ...]:
         return cls._tensors
 
 
-def _desc(op, tensors):
-    def wrap(cls):
-        cls = dataclass(frozen=True, kw_only=True)(cls)
+_D = TypeVar("_D", bound=_Desc)
+
+
+def _desc(op: str, tensors: tuple[tuple[str, str, bool], ...]
+          ) -> Callable[[type[_D]], type[_D]]:
+    def wrap(cls: type[_D]) -> type[_D]:
         cls._op = op
         cls._tensors = tensors
         cls.operator_type = "DML_OPERATOR_" + op
@@ -113,34 +131,37 @@ _POOL_TENSORS = (("input_tensor", IN, False), ("output_tensor", OUT, False))
 
 
 @_desc("AVERAGE_POOLING", _POOL_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class AveragePoolingDesc(_Desc):
     """DML_AVERAGE_POOLING_OPERATOR_DESC (FL 1.0)."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    include_padding: bool = False
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    include_padding: bool | Literal[0, 1] = False
 
 
 @_desc("AVERAGE_POOLING1", _POOL_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class AveragePooling1Desc(_Desc):
     """DML_AVERAGE_POOLING1_OPERATOR_DESC (FL 6.2): adds Dilations."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    dilations: object = 1
-    include_padding: bool = False
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    dilations: IntOrInts = 1
+    include_padding: bool | Literal[0, 1] = False
 
 
 @_desc("AVERAGE_POOLING_GRAD", (("input_gradient_tensor", IN, False),
                                 ("output_gradient_tensor", OUT, False)))
+@dataclass(frozen=True, kw_only=True)
 class AveragePoolingGradDesc(_Desc):
     """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC (FL 3.0). ``input_gradient_tensor`` has the
     forward output's sizes, ``output_gradient_tensor`` the forward input's. Dilations are an
@@ -148,12 +169,12 @@ class AveragePoolingGradDesc(_Desc):
     input_gradient_tensor: TensorDesc
     output_gradient_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    dilations: object = 1
-    include_padding: bool = False
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    dilations: IntOrInts = 1
+    include_padding: bool | Literal[0, 1] = False
     _json_optional = ("dilations",)
 
 
@@ -161,6 +182,7 @@ class AveragePoolingGradDesc(_Desc):
        (("input_tensor", IN, False), ("input_scale_tensor", IN, False),
         ("input_zero_point_tensor", IN, True), ("output_scale_tensor", IN, False),
         ("output_zero_point_tensor", IN, True), ("output_tensor", OUT, False)))
+@dataclass(frozen=True, kw_only=True)
 class QuantizedLinearAveragePoolingDesc(_Desc):
     """DML_QUANTIZED_LINEAR_AVERAGE_POOLING_OPERATOR_DESC (FL 6.2)."""
     input_tensor: TensorDesc
@@ -170,100 +192,107 @@ class QuantizedLinearAveragePoolingDesc(_Desc):
     output_zero_point_tensor: TensorDesc | None = None
     output_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    dilations: object = 1
-    include_padding: bool = False
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    dilations: IntOrInts = 1
+    include_padding: bool | Literal[0, 1] = False
 
 
 @_desc("MAX_POOLING", _POOL_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class MaxPoolingDesc(_Desc):
     """DML_MAX_POOLING_OPERATOR_DESC (FL 1.0)."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
 
 
 _MAX_TENSORS = _POOL_TENSORS + (("output_indices_tensor", OUT, True),)
 
 
 @_desc("MAX_POOLING1", _MAX_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class MaxPooling1Desc(_Desc):
     """DML_MAX_POOLING1_OPERATOR_DESC (FL 2.0): optional indices."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
     output_indices_tensor: TensorDesc | None = None
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
 
 
 @_desc("MAX_POOLING2", _MAX_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class MaxPooling2Desc(_Desc):
     """DML_MAX_POOLING2_OPERATOR_DESC (FL 2.1): indices and Dilations."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
     output_indices_tensor: TensorDesc | None = None
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    dilations: object = 1
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    dilations: IntOrInts = 1
 
 
 @_desc("MAX_POOLING_GRAD", (("input_tensor", IN, False), ("input_gradient_tensor", IN, False),
                             ("output_gradient_tensor", OUT, False)))
+@dataclass(frozen=True, kw_only=True)
 class MaxPoolingGradDesc(_Desc):
     """DML_MAX_POOLING_GRAD_OPERATOR_DESC (FL 3.0)."""
     input_tensor: TensorDesc
     input_gradient_tensor: TensorDesc
     output_gradient_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    dilations: object = 1
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    dilations: IntOrInts = 1
 
 
 @_desc("LP_POOLING", _POOL_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class LpPoolingDesc(_Desc):
     """DML_LP_POOLING_OPERATOR_DESC (FL 1.0): ``(Σ |x|^p)^(1/p)`` over each window."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    p: object = 2
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    p: int = 2
 
 
 @_desc("LP_POOLING1", _POOL_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class LpPooling1Desc(_Desc):
     """DML_LP_POOLING1_OPERATOR_DESC (FL 6.2): adds Dilations."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
     dimension_count: int | None = None
-    strides: object = 1
-    window_size: object
-    start_padding: object = 0
-    end_padding: object = 0
-    dilations: object = 1
-    p: object = 2
+    strides: IntOrInts = 1
+    window_size: IntOrInts
+    start_padding: IntOrInts = 0
+    end_padding: IntOrInts = 0
+    dilations: IntOrInts = 1
+    p: int = 2
 
 
 @_desc("MAX_UNPOOLING", (("input_tensor", IN, False), ("indices_tensor", IN, False),
                          ("output_tensor", OUT, False)))
+@dataclass(frozen=True, kw_only=True)
 class MaxUnpoolingDesc(_Desc):
     """DML_MAX_UNPOOLING_OPERATOR_DESC (FL 2.0): writes each input element at the flat output
     position its index names; the rest of the output is 0."""
@@ -274,40 +303,43 @@ class MaxUnpoolingDesc(_Desc):
 
 @_desc("ROI_POOLING", (("input_tensor", IN, False), ("roi_tensor", IN, False),
                        ("output_tensor", OUT, False)))
+@dataclass(frozen=True, kw_only=True)
 class RoiPoolingDesc(_Desc):
     """DML_ROI_POOLING_OPERATOR_DESC (FL 1.0). ``roi_tensor`` is ``{1, 1, NumROIs, 5}`` with
     rows ``[batch, x1, y1, x2, y2]``; ``pooled_size`` is ``(height, width)``."""
     input_tensor: TensorDesc
     roi_tensor: TensorDesc
     output_tensor: TensorDesc
-    spatial_scale: float = 1.0
-    pooled_size: object
+    spatial_scale: Float = 1.0
+    pooled_size: IntOrInts
 
 
 @_desc("PADDING", _POOL_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class PaddingDesc(_Desc):
     """DML_PADDING_OPERATOR_DESC (FL 1.0); PaddingValue is a 32-bit FLOAT."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
-    padding_mode: object = PaddingMode.CONSTANT
-    padding_value: float = 0.0
+    padding_mode: PaddingModeLike = PaddingMode.CONSTANT
+    padding_value: Float = 0.0
     dimension_count: int | None = None
-    start_padding: object
-    end_padding: object
+    start_padding: IntOrInts
+    end_padding: IntOrInts
 
 
 @_desc("PADDING1", _POOL_TENSORS)
+@dataclass(frozen=True, kw_only=True)
 class Padding1Desc(_Desc):
     """DML_PADDING1_OPERATOR_DESC (FL 5.0); PaddingValue is given in the output type
     (``padding_value_data_type``, which must equal it; ``None`` means the output's type)."""
     input_tensor: TensorDesc
     output_tensor: TensorDesc
-    padding_mode: object = PaddingMode.CONSTANT
-    padding_value_data_type: object = None
-    padding_value: object = 0
+    padding_mode: PaddingModeLike = PaddingMode.CONSTANT
+    padding_value_data_type: DataTypeLike | None = None
+    padding_value: Float = 0
     dimension_count: int | None = None
-    start_padding: object
-    end_padding: object
+    start_padding: IntOrInts
+    end_padding: IntOrInts
 
 
 DESC_CLASSES = {cls._op: cls for cls in (
@@ -326,11 +358,11 @@ _FIELD_LABELS = {
 }
 
 
-def _names(desc) -> Names:
+def _names(desc: Any) -> Names:
     return Names(desc._op, _FIELD_LABELS)
 
 
-def _tensor_phase1(desc, names):
+def _tensor_phase1(desc: Any, names: Names) -> None:
     for field, _, optional in desc._tensors:
         t = getattr(desc, field)
         if t is None:
@@ -340,7 +372,7 @@ def _tensor_phase1(desc, names):
         check_tensor_desc(t, names, field)
 
 
-def _tensor_phase3(desc, names):
+def _tensor_phase3(desc: Any, names: Names) -> None:
     for field, kind, _ in desc._tensors:
         t = getattr(desc, field)
         if t is None:
@@ -352,19 +384,19 @@ def _tensor_phase3(desc, names):
                                 f"must be distinct")
 
 
-def _check_dimension_count(desc, names, k, what):
+def _check_dimension_count(desc: Any, names: Names, k: int, what: str) -> None:
     dc = desc.dimension_count
     if dc is not None and (not is_int(dc) or dc != k):
         raise names.invalid(f"dimension_count = {dc!r} does not match {what} ({k})")
 
 
-def _pool_params(desc, names, rank):
+def _pool_params(desc: Any, names: Names, rank: Any) -> _pool.WindowParams:
     return _pool.window_params(names, rank, desc.window_size, desc.strides,
                                desc.start_padding, desc.end_padding,
                                getattr(desc, "dilations", 1), allow_scalar=True)
 
 
-def _bool_field(desc, names, field):
+def _bool_field(desc: Any, names: Names, field: str) -> bool:
     value = getattr(desc, field)
     if not isinstance(value, (bool, np.bool_)):
         raise names.invalid(f"{field} = {value!r} must be a bool (or 0/1)")
@@ -376,7 +408,7 @@ _KINDS = {"AVERAGE_POOLING": "average", "AVERAGE_POOLING1": "average",
           "MAX_POOLING_GRAD": "max_grad", "LP_POOLING": "lp", "LP_POOLING1": "lp"}
 
 
-def _compile_pool(desc, level, names):
+def _compile_pool(desc: Any, level: FeatureLevel | None, names: Names) -> _pool.PoolPlan:
     op = desc._op
     kind = _KINDS.get(op, "max")
     _tensor_phase1(desc, names)
@@ -451,7 +483,7 @@ def _compile_pool(desc, level, names):
     return _pool.PoolPlan(kind, op, geometry, x.data_type, out_dt, idx_dt, include, p)
 
 
-def _compile_unpool(desc, level, names):
+def _compile_unpool(desc: Any, level: FeatureLevel | None, names: Names) -> _pool.UnpoolPlan:
     names = names.with_fields(indices=("indices_tensor", 0))
     _tensor_phase1(desc, names)
     x, idx, y = desc.input_tensor, desc.indices_tensor, desc.output_tensor
@@ -464,7 +496,7 @@ def _compile_unpool(desc, level, names):
     return _pool.UnpoolPlan(desc._op, x.data_type, idx.data_type, x.sizes, y.sizes)
 
 
-def _compile_roi(desc, level, names):
+def _compile_roi(desc: Any, level: FeatureLevel | None, names: Names) -> _pool.RoiPlan:
     names = names.with_fields(rois=("roi_tensor", 0))
     _tensor_phase1(desc, names)
     x, rois, y = desc.input_tensor, desc.roi_tensor, desc.output_tensor
@@ -486,7 +518,7 @@ def _compile_roi(desc, level, names):
     return _pool.RoiPlan(desc._op, x.data_type, x.sizes, rois.sizes[2], scale, pooled)
 
 
-def _quant_desc_types(desc, names):
+def _quant_desc_types(desc: Any, names: Names) -> bool:
     for field in ("input_scale_tensor", "output_scale_tensor"):
         t = getattr(desc, field)
         if t.data_type != DataType.FLOAT32:
@@ -501,7 +533,7 @@ def _quant_desc_types(desc, names):
     return True
 
 
-def _compile_pad(desc, level, names):
+def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> _pad.PadPlan:
     op = desc._op
     _tensor_phase1(desc, names)
     x, y = desc.input_tensor, desc.output_tensor
@@ -533,7 +565,7 @@ def _compile_pad(desc, level, names):
     return _pad.PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
 
 
-def _plan(desc, level):
+def _plan(desc: Any, level: FeatureLevel | None) -> Any:
     names = _names(desc)
     if desc._op.startswith("PADDING"):
         return _compile_pad(desc, level, names)
@@ -544,7 +576,8 @@ def _plan(desc, level):
     return _compile_pool(desc, level, names)
 
 
-def compile_operator(desc, feature_level=None, *, backend=None) -> "CompiledOperator":
+def compile_operator(desc: _Desc, feature_level: FeatureLevelLike = None, *,
+                     backend: str | None = None) -> CompiledOperator:
     """Validate ``desc`` against ``feature_level`` (``None``: extended mode) once, and return
     an operator that executes many times."""
     if not isinstance(desc, _Desc):
@@ -563,17 +596,24 @@ class CompiledOperator:
     """A validated operator. ``execute(**bindings)`` binds arrays by bind point (snake_case
     DirectML names) and returns a dict of every output."""
 
-    def __init__(self, desc, level, plan, backend_name, kernels):
+    def __init__(self, desc: _Desc, level: FeatureLevel | None, plan: Any, backend_name: str,
+                 kernels: ModuleType) -> None:
         self.desc = desc
         self.feature_level = level
         self.plan = plan
         self.backend = backend_name
         self._kernels = kernels
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<CompiledOperator {self.desc.operator_type} backend={self.backend}>"
 
-    def execute(self, **bindings) -> dict:
+    @overload
+    def execute(self, **bindings: NDArray[Any] | None) -> dict[str, NDArray[Any]]: ...
+
+    @overload
+    def execute(self, **bindings: ArrayLike | DaskArrayLike | None) -> dict[str, Any]: ...
+
+    def execute(self, **bindings: Any) -> dict[str, Any]:
         desc, names = self.desc, _names(self.desc)
         known = {field: (kind, optional) for field, kind, optional in desc._tensors}
         for key in bindings:
@@ -619,7 +659,7 @@ class CompiledOperator:
         with_native_outputs(out_views, lambda outs: self._run(x, outs, views, extra, names))
         return result
 
-    def _execute_lazy(self, bindings, known, names):
+    def _execute_lazy(self, bindings: Any, known: Any, names: Names) -> dict[str, Any]:
         """``execute`` with a Dask input (SPEC 6): lazy outputs, the same bits as in memory.
         A Dask binding is taken by its logical shape, which must be the tensor's sizes (a
         description's strides lay out memory, which a Dask array does not have); NumPy
@@ -683,7 +723,7 @@ class CompiledOperator:
             ys = list(ys) if isinstance(ys, tuple) else [ys]
         return {f: y for (f, _, _), y in zip(outs, ys)}
 
-    def _run(self, x, outs, views, extra, names):
+    def _run(self, x: Any, outs: Any, views: Any, extra: Any, names: Names) -> None:
         plan, kernels = self.plan, self._kernels
         if isinstance(plan, _pad.PadPlan):
             run_padding(plan, kernels, x, outs[0])
@@ -698,8 +738,8 @@ class CompiledOperator:
                 extra = {"dy": native(views["input_gradient_tensor"])}
             _pool.run_pooling(plan, kernels, x, outs, extra)
 
-    def _quantization(self, views, names):
-        desc = self.desc
+    def _quantization(self, views: Any, names: Names) -> dict[str, NDArray[Any]]:
+        desc: Any = self.desc
         rank = desc.input_tensor.rank
         out = {}
         for key, field in (("scale_in", "input_scale_tensor"), ("scale_out", "output_scale_tensor")):
@@ -715,14 +755,16 @@ class CompiledOperator:
         return out
 
 
-def check_no_overlap(names, inputs, outputs):
+def check_no_overlap(names: Names, inputs: Iterable[tuple[str, NDArray[Any]]],
+                     outputs: Iterable[tuple[str, NDArray[Any]]]) -> None:
     """An output may share memory neither with an input nor with another output."""
     earlier = list(inputs)
     for fo, o in outputs:
         for fi, a in earlier:
             if np.may_share_memory(o, a):
                 try:
-                    overlap = np.shares_memory(o, a, max_work=100_000)
+                    # (NumPy's stubs allow max_work -1 or 0 alone; any bound works)
+                    overlap = np.shares_memory(o, a, max_work=100_000)  # type: ignore[arg-type]
                 except np.exceptions.TooHardError:
                     overlap = True
                 if overlap:
@@ -731,7 +773,8 @@ def check_no_overlap(names, inputs, outputs):
         earlier.append((fo, o))
 
 
-def with_native_outputs(views, run):
+def with_native_outputs(views: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object]
+                        ) -> None:
     """Run ``run(outputs)`` with native-byte-order outputs, copying back where a view is not."""
     if all(v.dtype.isnative for v in views):    # the usual case, on every call: no copies
         run(views)
@@ -744,5 +787,5 @@ def with_native_outputs(views, run):
             v[...] = t
 
 
-def run_padding(plan, kernels, x, y):
+def run_padding(plan: Any, kernels: ModuleType, x: Any, y: NDArray[Any]) -> None:
     kernels.padding(x, y, plan.start, int(plan.mode), np.asarray(plan.value, dtype=y.dtype))

@@ -4,6 +4,7 @@ normaliser for each spelling."""
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class DataType(enum.IntEnum):
     INT64 = 11
 
     @property
-    def dtype(self) -> np.dtype:
+    def dtype(self) -> np.dtype[Any]:
         return _NUMPY[self]
 
     @property
@@ -46,7 +47,7 @@ INTEGER_TYPES = frozenset(DataType) - FLOAT_TYPES
 ALL_TYPES = frozenset(DataType)
 
 
-def data_type(value, what: str = "data type") -> DataType:
+def data_type(value: Any, what: str = "data type") -> DataType:
     """Normalise a DirectML name (prefix optional, any case), enum value, NumPy dtype or dtype
     name to a :class:`DataType`.
 
@@ -82,7 +83,7 @@ def data_type(value, what: str = "data type") -> DataType:
                            f"{names} (or their NumPy dtypes / enum values 1-11)")
 
 
-def numpy_dtype(value) -> np.dtype:
+def numpy_dtype(value: Any) -> np.dtype[Any]:
     return data_type(value).dtype
 
 
@@ -109,7 +110,7 @@ class FeatureLevel(enum.IntEnum):
         return self.name[1:].replace("_", ".")
 
 
-def feature_level(value) -> FeatureLevel | None:
+def feature_level(value: object) -> FeatureLevel | None:
     """Normalise a feature level; ``None`` (or ``"extended"``) is extended mode.
 
     >>> feature_level("6.2"), feature_level("DML_FEATURE_LEVEL_3_1"), feature_level(0x2100)
@@ -155,7 +156,7 @@ class PaddingMode(enum.IntEnum):
 _MODE_ALIASES = {"REFLECT": PaddingMode.REFLECTION}
 
 
-def padding_mode(value, what: str = "mode") -> PaddingMode:
+def padding_mode(value: object, what: str = "mode") -> PaddingMode:
     """Normalise a padding mode: a member, its value 0-4, or its name in any case, with or
     without ``DML_PADDING_MODE_`` (``"reflect"`` is accepted for REFLECTION, as NumPy and ONNX
     spell it)."""

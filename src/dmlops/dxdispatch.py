@@ -53,7 +53,9 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,13 +64,19 @@ from .dtypes import padding_mode
 from . import tensor as tensor_module
 from .errors import DmlError
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+    from typing import TypeGuard
+
+    from .tensor import TensorDesc
+
 __all__ = ["ModelError", "Model", "load_model", "run_model"]
 
 
 class ModelError(Exception):
     """A caller error in a DxDispatch model, at a JSON location (``path``)."""
 
-    def __init__(self, path: str, message: str):
+    def __init__(self, path: str, message: str) -> None:
         super().__init__(path, message)
         self.path = path
         self.message = message
@@ -94,13 +102,13 @@ def _item(path: str, i: int) -> str:
     return f"{path}[{i}]"
 
 
-class _Obj(dict):
+class _Obj(dict[str, Any]):
     """A JSON object that remembers keys given twice (reported with their location)."""
 
-    duplicates: tuple = ()
+    duplicates: tuple[Any, ...] = ()
 
 
-def _object_pairs(pairs):
+def _object_pairs(pairs: Any) -> Any:
     obj = _Obj()
     dups = []
     for k, v in pairs:
@@ -112,11 +120,11 @@ def _object_pairs(pairs):
     return obj
 
 
-def _reject_constant(name):
+def _reject_constant(name: Any) -> None:
     raise ValueError(f"{name} is not JSON; write \"nan\", \"inf\" or \"-inf\" as a string")
 
 
-def _describe(value) -> str:
+def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -130,7 +138,7 @@ def _describe(value) -> str:
     return repr(value)
 
 
-def _obj(value, path: str, what: str = "an object") -> dict:
+def _obj(value: Any, path: str, what: str = "an object") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ModelError(path, f"expected {what}, got {_describe(value)}")
     dups = getattr(value, "duplicates", ())
@@ -139,7 +147,7 @@ def _obj(value, path: str, what: str = "an object") -> dict:
     return value
 
 
-def _keys(obj: dict, path: str, allowed, required=()):
+def _keys(obj: dict[str, Any], path: str, allowed: Any, required: Any = ()) -> None:
     """Unknown keys are errors (``$schema`` is ignored); required keys must be present."""
     for k in obj:
         if k == "$schema" or k in allowed:
@@ -154,23 +162,23 @@ def _keys(obj: dict, path: str, allowed, required=()):
             raise ModelError(_key(path, k), "missing (required)")
 
 
-def _list(value, path: str, what: str = "an array") -> list:
+def _list(value: Any, path: str, what: str = "an array") -> list[Any]:
     if not isinstance(value, list):
         raise ModelError(path, f"expected {what}, got {_describe(value)}")
     return value
 
 
-def _str(value, path: str, what: str = "a string") -> str:
+def _str(value: Any, path: str, what: str = "a string") -> str:
     if not isinstance(value, str):
         raise ModelError(path, f"expected {what}, got {_describe(value)}")
     return value
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _uint(value, path: str, minimum: int = 0, maximum: int = 2**64 - 1) -> int:
+def _uint(value: Any, path: str, minimum: int = 0, maximum: int = 2**64 - 1) -> int:
     if not _is_int(value):
         raise ModelError(path, f"expected a non-negative integer, got {_describe(value)}")
     if value < minimum:
@@ -180,12 +188,12 @@ def _uint(value, path: str, minimum: int = 0, maximum: int = 2**64 - 1) -> int:
     return value
 
 
-def _uint_list(value, path: str, minimum: int = 0, maximum: int = 2**32 - 1) -> list:
+def _uint_list(value: Any, path: str, minimum: int = 0, maximum: int = 2**32 - 1) -> list[Any]:
     items = _list(value, path, "an array of non-negative integers")
     return [_uint(v, _item(path, i), minimum, maximum) for i, v in enumerate(items)]
 
 
-def _bool(value, path: str) -> bool:
+def _bool(value: Any, path: str) -> bool:
     if isinstance(value, bool):
         return value
     if _is_int(value) and value in (0, 1):
@@ -197,7 +205,7 @@ _SPECIAL_FLOATS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -
                    "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
 
 
-def _number(value, path: str, allow_special=True):
+def _number(value: Any, path: str, allow_special: Any = True) -> Any:
     """A JSON number (int or float, not bool), or "nan"/"inf"/"-inf" for a float."""
     if _is_int(value) or isinstance(value, float):
         return value
@@ -207,7 +215,7 @@ def _number(value, path: str, allow_special=True):
     raise ModelError(path, f"expected a number{special}, got {_describe(value)}")
 
 
-def _data_type_name(value, path: str) -> DataType:
+def _data_type_name(value: Any, path: str) -> DataType:
     text = _str(value, path, "a DML_TENSOR_DATA_TYPE name such as FLOAT32")
     try:
         return data_type(text)
@@ -225,7 +233,7 @@ def _data_type_name(value, path: str) -> DataType:
 # --------------------------------------------------------------------------------------------
 # Values of a data type
 
-def _to_type(values: list, dt: DataType, path: str, paths=None) -> np.ndarray:
+def _to_type(values: list[Any], dt: DataType, path: str, paths: Any = None) -> np.ndarray:
     """Convert checked JSON numbers to ``dt``: floats round to nearest (overflowing to inf as
     an IEEE conversion does); integers must be integral and in range."""
     dtype = dt.dtype
@@ -254,13 +262,13 @@ def _to_type(values: list, dt: DataType, path: str, paths=None) -> np.ndarray:
     return np.array(out, dtype=dtype)
 
 
-def _values(items: list, dt: DataType, path: str) -> np.ndarray:
+def _values(items: list[Any], dt: DataType, path: str) -> np.ndarray:
     allow_special = dt in FLOAT_TYPES
     checked = [_number(v, _item(path, i), allow_special) for i, v in enumerate(items)]
     return _to_type(checked, dt, path, paths=lambda i: _item(path, i))
 
 
-def _format_value(v, dt: DataType) -> str:
+def _format_value(v: Any, dt: DataType) -> str:
     if dt in FLOAT_TYPES:
         f = float(v)
         if math.isfinite(f) and f == int(f) and abs(f) < 1e16:
@@ -277,7 +285,8 @@ class Resource:
     one (a zarr array, or a fill in a model that names zarr stores) holds a Dask array of
     its elements instead of bytes, and binds whole."""
 
-    def __init__(self, name: str, dt: DataType, data, count: int, lazy=None, size=None):
+    def __init__(self, name: str, dt: DataType, data: Any, count: int, lazy: Any = None,
+                 size: Any = None) -> None:
         self.name = name
         self.data_type = dt
         self.data = data            # uint8, length a multiple of 4 (None where lazy)
@@ -359,7 +368,7 @@ def _check_npy_size(file: Path, spath: str) -> None:
                                 f"holds {have} bytes of data")
 
 
-def _zarr_source(text: str, dt_value, base_dir: Path, path: str):
+def _zarr_source(text: str, dt_value: Any, base_dir: Path, path: str) -> Any:
     """A resource's zarr array (``store.zarr`` or ``store.zarr/path/in/group``): its data
     type and its elements as a Dask array of the store's chunks."""
     from . import _zarrio
@@ -379,7 +388,7 @@ def _zarr_source(text: str, dt_value, base_dir: Path, path: str):
     return _source_type(arr, text, dt_value, path), arr
 
 
-def _source_type(arr, name: str, dt_value, path: str) -> DataType:
+def _source_type(arr: Any, name: str, dt_value: Any, path: str) -> DataType:
     """A source's data type, which ``initialValuesDataType`` (if given) must agree with;
     an empty source is an error."""
     spath = _key(path, "sourcePath")
@@ -397,12 +406,12 @@ def _source_type(arr, name: str, dt_value, path: str) -> DataType:
     return dt
 
 
-def _is_zarr(text) -> bool:
+def _is_zarr(text: Any) -> bool:
     from . import _zarrio
     return isinstance(text, str) and _zarrio.split(text) is not None
 
 
-def _load_source(obj: dict, dt_value, base_dir: Path, path: str):
+def _load_source(obj: dict[str, Any], dt_value: Any, base_dir: Path, path: str) -> Any:
     spath = _key(path, "sourcePath")
     text = _str(obj["sourcePath"], spath, "a file path")
     if _is_zarr(text):
@@ -431,7 +440,8 @@ def _load_source(obj: dict, dt_value, base_dir: Path, path: str):
                             f"reads .npy, .dat and .bin files and zarr arrays")
 
 
-def _parse_resource(name: str, value, base_dir: Path, path: str, lazy=False) -> Resource:
+def _parse_resource(name: str, value: Any, base_dir: Path, path: str, lazy: Any = False
+                    ) -> Resource:
     """``lazy``: the model names zarr stores, so fills (``{valueCount, value}``) stay lazy
     (an output declared as zeros is never made in memory)."""
     obj = _obj(value, path)
@@ -481,7 +491,7 @@ def _parse_resource(name: str, value, base_dir: Path, path: str, lazy=False) -> 
     return Resource(name, dt, data, values.size)
 
 
-def _buffer_bytes(obj: dict, count: int, dt: DataType, path: str) -> int:
+def _buffer_bytes(obj: dict[str, Any], count: int, dt: DataType, path: str) -> int:
     """A resource's bytes: its ``count`` initial values, or ``sizeInBytes`` where given (no
     fewer), rounded up to 4."""
     nbytes = size = count * dt.itemsize
@@ -494,7 +504,7 @@ def _buffer_bytes(obj: dict, count: int, dt: DataType, path: str) -> int:
     return (size + 3) // 4 * 4
 
 
-def _lazy_fill(name, obj, dt: DataType, count: int, value, path: str) -> Resource:
+def _lazy_fill(name: Any, obj: Any, dt: DataType, count: int, value: Any, path: str) -> Resource:
     import dask.array as da
     return Resource(name, dt, None, count, lazy=da.full((count,), value, dtype=dt.dtype),
                     size=_buffer_bytes(obj, count, dt, path))
@@ -516,7 +526,7 @@ def _alloc(nbytes: int, path: str) -> np.ndarray:
         raise ModelError(path, f"cannot allocate {nbytes} bytes") from None
 
 
-def _full(count: int, value, path: str) -> np.ndarray:
+def _full(count: int, value: Any, path: str) -> np.ndarray:
     _affordable(count * value.dtype.itemsize, _key(path, "valueCount"), f"{count} values")
     try:
         return np.full(count, value, dtype=value.dtype)
@@ -524,7 +534,7 @@ def _full(count: int, value, path: str) -> np.ndarray:
         raise ModelError(_key(path, "valueCount"), f"cannot allocate {count} values") from None
 
 
-def _sequence(init: dict, count: int, dt: DataType, path: str) -> np.ndarray:
+def _sequence(init: dict[str, Any], count: int, dt: DataType, path: str) -> np.ndarray:
     allow_special = dt in FLOAT_TYPES
     # (the sequence is made in 8-byte lanes, float64 or int64, then narrowed)
     _affordable(count * 8, _key(path, "valueCount"), f"{count} values")
@@ -605,12 +615,12 @@ _MEMBER_OF = {dt: m for m, dt in _UNION_MEMBERS.items()}
 _MEMBER_OF[DataType.FLOAT16] = "UInt16"       # FLOAT16 is stored as its bits
 
 
-def _desc_classes() -> dict:
+def _desc_classes() -> dict[str, Any]:
     from . import descs
     return descs.DESC_CLASSES
 
 
-def _fields(cls) -> list:
+def _fields(cls: Any) -> list[Any]:
     return [f for f in dataclasses.fields(cls) if f.init]
 
 
@@ -618,7 +628,7 @@ def _is_tensor_field(name: str) -> bool:
     return name.endswith("_tensor") or name.endswith("_tensors")
 
 
-def _bind_points(cls) -> list:
+def _bind_points(cls: Any) -> list[Any]:
     """``(field, "input"|"output", optional)`` of each tensor of a description class: asked of
     the class (``bind_points()``), else DirectML's naming (``Output*Tensor`` fields other than
     quantization parameters are outputs; optional tensors from DirectML's schema)."""
@@ -639,7 +649,8 @@ def _bind_points(cls) -> list:
 class Dispatchable:
     """A compiled operator with its JSON name and tensor bind points."""
 
-    def __init__(self, name, operator_type, desc, op, tensors, bind_points, camel):
+    def __init__(self, name: Any, operator_type: Any, desc: Any, op: Any, tensors: Any,
+                 bind_points: Any, camel: Any) -> None:
         self.name = name
         self.operator_type = operator_type
         self.desc = desc
@@ -650,7 +661,7 @@ class Dispatchable:
         self.camel = camel            # snake field -> JSON name
 
 
-def _tensor(value, path: str):
+def _tensor(value: Any, path: str) -> Any:
     from . import TensorDesc
     obj = _obj(value, path, "a tensor description {DataType, Sizes, ...}")
     if "Desc" in obj:                 # DxDispatch's long form {Type, Desc: {...}}
@@ -680,7 +691,7 @@ def _tensor(value, path: str):
     return TensorDesc(dt, tuple(sizes), None if strides is None else tuple(strides), **kwargs)
 
 
-def _tensor_type(obj: dict, path: str):
+def _tensor_type(obj: dict[str, Any], path: str) -> None:
     if "Type" in obj:
         t = _str(obj["Type"], _key(path, "Type"))
         if t.upper() not in ("BUFFER", "DML_TENSOR_TYPE_BUFFER"):
@@ -688,7 +699,7 @@ def _tensor_type(obj: dict, path: str):
                                                  f"exist")
 
 
-def _flag_names(value, path: str, kind: str, known):
+def _flag_names(value: Any, path: str, kind: str, known: Any) -> Iterator[Any]:
     """A DirectML flag name or a list of them (prefix optional, any case), each checked
     against ``known``; yields the bare names."""
     items = value if isinstance(value, list) else [value]
@@ -705,7 +716,7 @@ def _flag_names(value, path: str, kind: str, known):
         yield name
 
 
-def _flags(value, path: str) -> int:
+def _flags(value: Any, path: str) -> int:
     if _is_int(value):
         return _uint(value, path, maximum=2**32 - 1)
     out = 0
@@ -714,7 +725,7 @@ def _flags(value, path: str) -> int:
     return out
 
 
-def _padding_value(value, cls, kwargs, path: str, typed: bool):
+def _padding_value(value: Any, cls: Any, kwargs: Any, path: str, typed: bool) -> Any:
     """PADDING's FLOAT field, or PADDING1's DML_SCALAR_UNION read as PaddingValueDataType."""
     if not typed:
         return float(_number(value, path))
@@ -749,7 +760,7 @@ def _padding_value(value, cls, kwargs, path: str, typed: bool):
     return _number(value, path, dt in FLOAT_TYPES)
 
 
-def _pooled_size(value, path: str):
+def _pooled_size(value: Any, path: str) -> Any:
     obj = _obj(value, path, "an object {\"Width\": w, \"Height\": h}")
     _keys(obj, path, ("Width", "Height"), required=("Width", "Height"))
     w = _uint(obj["Width"], _key(path, "Width"), maximum=2**32 - 1)
@@ -757,7 +768,7 @@ def _pooled_size(value, path: str):
     return (h, w)
 
 
-def _field_value(snake: str, value, cls, kwargs, path: str):
+def _field_value(snake: str, value: Any, cls: Any, kwargs: Any, path: str) -> Any:
     if _is_tensor_field(snake):
         if snake.endswith("_tensors"):
             items = _list(value, path, "an array of tensor descriptions")
@@ -790,7 +801,7 @@ def _field_value(snake: str, value, cls, kwargs, path: str):
     return value
 
 
-def _operator_class(value, path: str):
+def _operator_class(value: Any, path: str) -> Any:
     text = _str(value, path, "an operator type such as DML_OPERATOR_MAX_POOLING2")
     name = text.strip().upper()
     if name.startswith("DML_OPERATOR_"):
@@ -809,7 +820,7 @@ def _operator_class(value, path: str):
 _DISPATCHABLE_KEYS = ("type", "desc", "Desc", "executionFlags", "dmlCompileType")
 
 
-def _parse_dispatchable(name: str, value, path: str, level, backend) -> Dispatchable:
+def _parse_dispatchable(name: str, value: Any, path: str, level: Any, backend: Any) -> Dispatchable:
     from . import compile_operator
     obj = _obj(value, path)
     _keys(obj, path, _DISPATCHABLE_KEYS, required=("type",))
@@ -834,7 +845,7 @@ def _parse_dispatchable(name: str, value, path: str, level, backend) -> Dispatch
     _keys(desc_json, dpath, list(by_json))
     bind_points = _bind_points(cls)
     optional = {f for f, _, opt in bind_points if opt}
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     # data types first: PADDING1's PaddingValue is read as PaddingValueDataType
     order = sorted(fields, key=lambda f: (not f.name.endswith("data_type"),))
     for f in order:
@@ -874,7 +885,7 @@ _KNOWN_FIELDS = _UINT_ARRAYS | _UINTS | _BOOLS | _FLOATS | {
     "padding_mode", "padding_value", "padding_value_data_type", "pooled_size"}
 
 
-def _execution_flags(value, path: str):
+def _execution_flags(value: Any, path: str) -> None:
     for _ in _flag_names(value, path, "EXECUTION", _EXEC_FLAGS):
         pass
 
@@ -888,7 +899,7 @@ class _ErrorMapper:
 
     _PREFIX = re.compile(r"^(?:DML_OPERATOR_)?[A-Z][A-Z0-9_]*: ")
 
-    def __init__(self, camel: dict):
+    def __init__(self, camel: dict[str, Any]) -> None:
         self.camel = camel
         names = sorted(set(camel) | {"output_sizes"}, key=len, reverse=True)
         sub = "|".join(sorted(_TENSOR_SUBFIELDS, key=len, reverse=True))
@@ -896,18 +907,18 @@ class _ErrorMapper:
             r"(?<![A-Za-z0-9_.])(" + "|".join(map(re.escape, names)) + r")"
             r"(?:\.(" + sub + r"))?((?:\[\d+\])?)(?![A-Za-z0-9_])")
 
-    def _spell(self, m) -> str:
+    def _spell(self, m: Any) -> str:
         field, sub, index = m.group(1), m.group(2), m.group(3)
         if field == "output_sizes":
             field, sub = "output_tensor", "sizes"
-        text = self.camel.get(field, _camel(field))
+        text: str = self.camel.get(field, _camel(field))
         if sub:
             text += "." + _TENSOR_SUBFIELDS[sub]
         if index and field in _JSON_MEMBERS:    # e.g. PooledSize[0] is PooledSize.Height
             return f"{text}.{_JSON_MEMBERS[field][int(index[1:-1])]}"
-        return text + index
+        return f"{text}{index}"
 
-    def translate(self, message: str) -> tuple:
+    def translate(self, message: str) -> tuple[str | None, str]:
         """``(json_field_path or None, message in DirectML spelling)``."""
         message = self._PREFIX.sub("", message, count=1)
         first = self.pattern.search(message)
@@ -916,12 +927,13 @@ class _ErrorMapper:
                 _is_tensor_field(first.group(1)):
             rest = message[first.end():]
             if rest.startswith(" has data type"):
-                where += ".DataType"
+                where = f"{where}.DataType"
             elif re.match(r" is \d+-D", rest):
-                where += ".Sizes"
+                where = f"{where}.Sizes"
         return where, self.pattern.sub(self._spell, message)
 
-    def model_error(self, e: DmlError, base: str, level=None, tensor_base: str | None = None):
+    def model_error(self, e: DmlError, base: str, level: Any = None, tensor_base: str | None = None
+                    ) -> Any:
         where, text = self.translate(str(e))
         if where is None:
             path = base.rsplit(".", 1)[0] if base.endswith((".desc", ".Desc")) else base
@@ -941,7 +953,7 @@ class _ErrorMapper:
 # Commands
 
 class _Binding:
-    def __init__(self, field, resource: Resource, offset: int, nbytes: int, path: str):
+    def __init__(self, field: str, resource: Resource, offset: int, nbytes: int, path: str) -> None:
         self.field = field
         self.resource = resource
         self.offset = offset        # bytes
@@ -950,14 +962,15 @@ class _Binding:
 
 
 class _Dispatch:
-    def __init__(self, index, dispatchable: Dispatchable, bindings: dict, path: str):
+    def __init__(self, index: Any, dispatchable: Dispatchable, bindings: dict[str, Any],
+                 path: str) -> None:
         self.index = index
         self.dispatchable = dispatchable
         self.bindings = bindings    # snake field -> _Binding
         self.path = path
         self.lazy = False           # an input is lazy: so are the outputs (_plan_laziness)
 
-    def run(self, state, shapes, session):
+    def run(self, state: Any, shapes: Any, session: Any) -> None:
         d = self.dispatchable
         mapper = _ErrorMapper(d.camel)
         if self.lazy:       # (NumPy inputs beside the lazy ones bind as in memory)
@@ -984,14 +997,14 @@ class _Dispatch:
                 shapes[b.resource.name] = tuple(d.tensors[field].sizes)
 
 
-def _whole(b: "_Binding", t) -> bool:
+def _whole(b: "_Binding", t: Any) -> bool:
     """Whether binding ``b`` of tensor ``t`` is its resource's initialised elements, whole
     and in order (as a lazy resource binds)."""
     return (b.offset == 0 and t.strides is None and
             math.prod(t.sizes) == b.resource.count)
 
 
-def _lazy_view(value, b: "_Binding", t):
+def _lazy_view(value: Any, b: "_Binding", t: Any) -> Any:
     """A resource's elements as tensor ``t``: a lazy one's reshaped to its sizes, a byte
     buffer's viewed through binding ``b`` (``_view``)."""
     if isinstance(value, np.ndarray):
@@ -999,7 +1012,7 @@ def _lazy_view(value, b: "_Binding", t):
     return value if tuple(value.shape) == tuple(t.sizes) else value.reshape(t.sizes)
 
 
-def _in_memory(value, r: Resource, session, path: str) -> np.ndarray:
+def _in_memory(value: Any, r: Resource, session: Any, path: str) -> np.ndarray:
     """A resource's bytes, made from its lazy elements where it holds them (an in-memory
     dispatch writes into it)."""
     if isinstance(value, np.ndarray):
@@ -1011,20 +1024,21 @@ def _in_memory(value, r: Resource, session, path: str) -> np.ndarray:
     return data
 
 
-def _elements(value, r: Resource, session) -> np.ndarray:
+def _elements(value: Any, r: Resource, session: Any) -> np.ndarray:
     """A resource's initialised elements, 1-D, in memory."""
     if isinstance(value, np.ndarray):
         return value[:r.count * r.data_type.itemsize].view(r.data_type.dtype)
-    return session.compute(value).reshape(-1)
+    values: np.ndarray = session.compute(value).reshape(-1)
+    return values
 
 
 class _Print:
-    def __init__(self, resource: Resource, verbose: bool, path: str = ""):
+    def __init__(self, resource: Resource, verbose: bool, path: str = "") -> None:
         self.resource = resource
         self.verbose = verbose
         self.path = path
 
-    def run(self, state, out, session):
+    def run(self, state: Any, out: Any, session: Any) -> None:
         r = self.resource
         values = _elements(state[r.name], r, session)
         if self.verbose:
@@ -1040,14 +1054,15 @@ class _Print:
 
 
 class _WriteFile:
-    def __init__(self, resource: Resource, target: Path, dims, path: str, zarr=None):
+    def __init__(self, resource: Resource, target: Path, dims: Any, path: str, zarr: Any = None
+                 ) -> None:
         self.resource = resource
         self.target = target
         self.dims = dims
         self.path = path
         self.zarr = zarr            # (store, component) of a zarr target
 
-    def run(self, state, shapes, pending: dict, session):
+    def run(self, state: Any, shapes: Any, pending: dict[Path, Any], session: Any) -> None:
         r = self.resource
         # the command's dimensions, else (zarr) the sizes the resource was last written with
         shape = self.dims or (shapes.get(r.name) if self.zarr else None) or (r.count,)
@@ -1066,7 +1081,7 @@ _COMMAND_KEYS = {
 _BINDING_KEYS = ("name", "elementOffset", "elementCount", "elementStride")
 
 
-def _resource_ref(value, resources: dict, path: str) -> Resource:
+def _resource_ref(value: Any, resources: dict[str, Resource], path: str) -> Resource:
     name = _str(value, path, "a resource name")
     if name not in resources:
         known = ", ".join(repr(n) for n in resources) or "none"
@@ -1076,7 +1091,7 @@ def _resource_ref(value, resources: dict, path: str) -> Resource:
     return resources[name]
 
 
-def _parse_binding(value, field, t, resources, path: str) -> _Binding:
+def _parse_binding(value: Any, field: str, t: Any, resources: Any, path: str) -> _Binding:
     if isinstance(value, list):
         if len(value) != 1:
             raise ModelError(path, f"this bind point takes 1 resource, {len(value)} were "
@@ -1125,7 +1140,7 @@ def _parse_binding(value, field, t, resources, path: str) -> _Binding:
     return _Binding(field, res, offset, have, path)
 
 
-def _parse_dispatch(i, obj, path, resources, dispatchables) -> _Dispatch:
+def _parse_dispatch(i: Any, obj: Any, path: Any, resources: Any, dispatchables: Any) -> _Dispatch:
     dname = _str(obj["dispatchable"], _key(path, "dispatchable"), "a dispatchable name")
     if dname not in dispatchables:
         known = ", ".join(repr(n) for n in dispatchables) or "none"
@@ -1160,17 +1175,17 @@ def _parse_dispatch(i, obj, path, resources, dispatchables) -> _Dispatch:
     return _Dispatch(i, d, bindings, path)
 
 
-def _view(buf: np.ndarray, b: "_Binding", t) -> np.ndarray:
+def _view(buf: np.ndarray, b: "_Binding", t: TensorDesc) -> np.ndarray:
     """The elements of tensor ``t`` in ``buf`` (a resource's bytes) as bound by ``b``: an
     array of ``t.sizes`` when ``t`` has no strides, else the flat buffer its strides index."""
     usable = b.nbytes // t.dtype.itemsize * t.dtype.itemsize
-    flat = buf[b.offset:b.offset + usable].view(t.dtype)
+    flat: np.ndarray = buf[b.offset:b.offset + usable].view(t.dtype)
     if t.strides is None:
         return flat[:int(np.prod(t.sizes, dtype=np.int64))].reshape(t.sizes)
     return flat
 
 
-def _strided(flat: np.ndarray, t) -> np.ndarray:
+def _strided(flat: np.ndarray, t: Any) -> np.ndarray:
     if t.strides is None:
         return flat
     return np.lib.stride_tricks.as_strided(
@@ -1178,7 +1193,7 @@ def _strided(flat: np.ndarray, t) -> np.ndarray:
         writeable=False)
 
 
-def _check_overlaps(d: Dispatchable, bindings: dict):
+def _check_overlaps(d: Dispatchable, bindings: dict[str, Any]) -> None:
     """An output may share no element with another tensor of the dispatch (DirectML's
     operators do not run in place)."""
     items = [b for b in bindings.values() if b.resource.data is not None]
@@ -1191,7 +1206,8 @@ def _check_overlaps(d: Dispatchable, bindings: dict):
                 continue
             vb = _strided(_view(b.resource.data, b, d.tensors[b.field]), d.tensors[b.field])
             try:
-                overlap = np.shares_memory(va, vb, max_work=1_000_000)
+                # (NumPy's stubs allow max_work -1 or 0 alone; any bound works)
+                overlap = np.shares_memory(va, vb, max_work=1_000_000)  # type: ignore[arg-type]
             except np.exceptions.TooHardError:
                 overlap = True
             if overlap:
@@ -1202,7 +1218,7 @@ def _check_overlaps(d: Dispatchable, bindings: dict):
                                          f"range)")
 
 
-def _parse_command(i, value, resources, dispatchables, path):
+def _parse_command(i: Any, value: Any, resources: Any, dispatchables: Any, path: Any) -> Any:
     obj = _obj(value, path)
     if "type" not in obj:
         raise ModelError(_key(path, "type"), "missing (required): dispatch, print or "
@@ -1262,13 +1278,13 @@ def _parse_command(i, value, resources, dispatchables, path):
 class Model:
     """A parsed, validated DxDispatch model, ready to :meth:`run`."""
 
-    def __init__(self, path, resources, dispatchables, commands):
+    def __init__(self, path: Any, resources: Any, dispatchables: Any, commands: Any) -> None:
         self.path = path
         self.resources = resources
         self.dispatchables = dispatchables
         self.commands = commands
 
-    def run(self, out=None, *, scheduler=None, progress=False) -> list:
+    def run(self, out: Any = None, *, scheduler: Any = None, progress: Any = False) -> list[Any]:
         """Run the commands in order (resources start from their initial values), then write
         the files of the ``writeFile`` commands and the text of the ``print`` commands (to
         ``out``, default ``sys.stdout``), both only once every command succeeded; returns the
@@ -1279,8 +1295,10 @@ class Model:
         out = sys.stdout if out is None else out
         state = {name: r.lazy if r.lazy is not None else r.data.copy()
                  for name, r in self.resources.items()}
-        shapes = {}         # resource -> the sizes of the tensor last written whole into it
-        pending, printed = {}, io.StringIO()
+        # resource -> the sizes of the tensor last written whole into it
+        shapes: dict[Any, Any] = {}
+        pending: dict[Path, Any] = {}
+        printed = io.StringIO()
         session = Session(scheduler, progress)
         try:
             for cmd in self.commands:
@@ -1300,7 +1318,7 @@ class Model:
 
 
 @contextlib.contextmanager
-def _computing(name: str, path: str):
+def _computing(name: str, path: str) -> Iterator[Any]:
     """A lazy computation's failure (a bad index met by a block, a store that cannot be
     read, the scheduler gone) as a ModelError at the command that asked for it."""
     from ._zarrio import ZarrError
@@ -1317,7 +1335,7 @@ def _computing(name: str, path: str):
         raise ModelError(path, f"computing {name!r}: {type(e).__name__}: {e}") from None
 
 
-def write_text(out, text: str) -> None:
+def write_text(out: Any, text: str) -> None:
     """``text`` to ``out``, characters its encoding lacks (a resource named with a lone
     surrogate, say) written as escapes rather than failing the model."""
     try:
@@ -1327,7 +1345,7 @@ def write_text(out, text: str) -> None:
         out.write(text.encode(enc, "backslashreplace").decode(enc))
 
 
-def _write_files(pending: dict, session) -> list:
+def _write_files(pending: dict[Path, Any], session: Any) -> list[Any]:
     """Write every file to a temporary name beside it (zarr arrays too, in one pass over
     their Dask graphs), then move them all into place: a failure leaves no new file, store
     or folder behind (the files already moved into place and the folders made are removed
@@ -1349,7 +1367,7 @@ def _write_files(pending: dict, session) -> list:
                     failure = (path, f"cannot make the folder of {str(target)!r}: "
                                      f"{e.strerror or e}")
                     break
-                stores.add(*zarr, values)
+                stores.add(zarr[0], zarr[1], values)
                 continue
             try:
                 with _computing(str(target), where):
@@ -1406,14 +1424,14 @@ def _write_files(pending: dict, session) -> list:
     return list(pending)
 
 
-def _shaped(values, shape):
+def _shaped(values: Any, shape: Any) -> Any:
     """``values`` (1-D NumPy elements or a lazy array) as an array of ``shape``."""
     if tuple(values.shape) == tuple(shape):
         return values
     return values.reshape(-1)[:math.prod(shape)].reshape(shape)
 
 
-def _make_folders(folder: Path) -> list:
+def _make_folders(folder: Path) -> list[Any]:
     """Make ``folder`` and any missing parents; returns those it made, deepest last."""
     missing = []
     while not folder.exists():
@@ -1424,7 +1442,7 @@ def _make_folders(folder: Path) -> list:
     return list(reversed(missing))
 
 
-def _undo(moved: list, made: list) -> str:
+def _undo(moved: list[Any], made: list[Any]) -> str:
     """Removes the files already moved into place and the folders made (deepest first);
     returns what the message says of it."""
     for target in moved:
@@ -1443,7 +1461,7 @@ def _undo(moved: list, made: list) -> str:
             f"were removed again")
 
 
-def _read_json(path: Path):
+def _read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -1463,7 +1481,8 @@ def _read_json(path: Path):
         raise ModelError(str(path), "invalid JSON: nested too deeply") from None
 
 
-def parse_model(data, base_dir=".", *, feature_level=None, backend=None, name="model"):
+def parse_model(data: Any, base_dir: Any = ".", *, feature_level: Any = None, backend: Any = None,
+                name: Any = "model") -> Model:
     """Validate a model given as already-decoded JSON; ``base_dir`` resolves ``sourcePath``."""
     try:
         level = _feature_level(feature_level)
@@ -1503,7 +1522,7 @@ def parse_model(data, base_dir=".", *, feature_level=None, backend=None, name="m
     return Model(name, resources, dispatchables, commands)
 
 
-def _names_zarr(resources: dict, commands) -> bool:
+def _names_zarr(resources: dict[str, Any], commands: Any) -> bool:
     """Whether a model names a zarr store (a resource's sourcePath, a writeFile target):
     then it runs lazily, its fills too (looked at before the model is checked: anything
     malformed is left to the checks)."""
@@ -1518,7 +1537,7 @@ def _names_zarr(resources: dict, commands) -> bool:
     return False
 
 
-def _plan_laziness(commands, resources: dict) -> None:
+def _plan_laziness(commands: Any, resources: dict[str, Any]) -> None:
     """Which dispatches run lazily (one of their inputs is lazy: a zarr array, a lazy fill,
     or the output of a lazy dispatch), checked before anything runs: there a lazy input binds
     whole (its initialised elements as the tensor's sizes, from element 0, no strides), and
@@ -1545,10 +1564,10 @@ def _plan_laziness(commands, resources: dict) -> None:
                 (lazy.add if cmd.lazy else lazy.discard)(b.resource.name)
 
 
-def _targets_apart(commands) -> None:
+def _targets_apart(commands: Any) -> None:
     """No writeFile target inside another's, nor a folder of another's: one would need a
     folder where the other writes a file (checked before anything runs)."""
-    earlier = {}
+    earlier: dict[Any, Any] = {}
     for cmd in commands:
         if not isinstance(cmd, _WriteFile):
             continue
@@ -1563,7 +1582,7 @@ def _targets_apart(commands) -> None:
         earlier.setdefault(cmd.target, where)
 
 
-def load_model(path, *, feature_level=None, backend=None) -> Model:
+def load_model(path: Any, *, feature_level: Any = None, backend: Any = None) -> Model:
     """Read and validate a model file; raises :class:`ModelError`."""
     path = Path(path)
     data = _read_json(path)
@@ -1571,8 +1590,8 @@ def load_model(path, *, feature_level=None, backend=None) -> Model:
                        name=str(path))
 
 
-def run_model(path, *, feature_level=None, backend=None, out=None, scheduler=None,
-              progress=False) -> list:
+def run_model(path: Any, *, feature_level: Any = None, backend: Any = None, out: Any = None,
+              scheduler: Any = None, progress: Any = False) -> list[Any]:
     """Validate ``path`` completely, then run it; returns the files written."""
     return load_model(path, feature_level=feature_level, backend=backend).run(
         out, scheduler=scheduler, progress=progress)

@@ -7,6 +7,8 @@ caller's own spelling of the field: ``max_pooling: output_sizes[1]`` for the fun
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 __all__ = ["DmlError", "InvalidArgumentError", "UnsupportedError", "Names"]
 
 
@@ -32,7 +34,7 @@ class Names:
 
     __slots__ = ("op", "fields")
 
-    def __init__(self, op: str, fields: dict | None = None):
+    def __init__(self, op: str, fields: Mapping[str, tuple[str, int]] | None = None) -> None:
         self.op = op
         self.fields = dict(fields or {})
 
@@ -40,12 +42,12 @@ class Names:
         label, offset = self.fields.get(field, (field, 0))
         return label if index is None else f"{label}[{index + offset}]"
 
-    def with_fields(self, **fields) -> "Names":
+    def with_fields(self, **fields: tuple[str, int]) -> Names:
         merged = dict(self.fields)
         merged.update(fields)
         return Names(self.op, merged)
 
-    def key(self):
+    def key(self) -> tuple[str, tuple[tuple[str, tuple[str, int]], ...]]:
         return (self.op, tuple(sorted(self.fields.items())))
 
     def invalid(self, message: str) -> InvalidArgumentError:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 
@@ -29,16 +31,28 @@ from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
 from ._plancache import ArrayFacts, planned
 from .descs import check_no_overlap, run_padding, with_native_outputs
-from .dtypes import NATIVE_DTYPES, DataType
+from .dtypes import NATIVE_DTYPES, DataType, PaddingMode
 from .errors import InvalidArgumentError, Names
 from .tensor import check_distinct, check_fits_memory, native, native_dtype, new_array
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ._types import (ArrayInput, Chunks, DaskArrayLike, DataTypeLike, Float, ForeignT,
+                         IndexArray, IntOrInts, LazyT, PaddingModeLike, QuantizedArray, ScalarT)
+    from .support import Row
+    from .window import Window
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
            "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
            "padding"]
 
 
-def _names(op, **fields) -> Names:
+def _names(op: str, **fields: tuple[str, int]) -> Names:
     base = {"input": ("x", 0), "output": ("out", 0)}
     base.update(fields)
     return Names(op, base)
@@ -49,15 +63,16 @@ class _Call:
     """A validated and planned call: everything running it needs besides the arrays."""
 
     names: Names
-    plan: object            # a PoolPlan, UnpoolPlan, RoiPlan or PadPlan
-    inputs: tuple           # the array operands' labels, for overlap messages
-    outputs: tuple          # (label, shape, NumPy dtype) of each output
-    extra: dict | None = None   # quantization parameters (read-only arrays)
+    plan: Any               # a PoolPlan, UnpoolPlan, RoiPlan or PadPlan
+    inputs: tuple[str, ...]     # the array operands' labels, for overlap messages
+    # (label, shape, NumPy dtype) of each output
+    outputs: Sequence[tuple[str, tuple[int, ...], np.dtype[Any]]]
+    extra: dict[str, NDArray[Any]] | None = None   # quantization parameters (read-only arrays)
 
 
 # --- every call -------------------------------------------------------------------------
 
-def _not_lazy(x, names: Names, field: str):
+def _not_lazy(x: object, names: Names, field: str) -> None:
     """CuPy arrays are unsupported until their backend exists (SPEC 5); Dask arrays where an
     argument must stay NumPy (SPEC 6: ROI boxes, quantization scales and zero points)."""
     module = type(x).__module__.split(".")[0]
@@ -70,7 +85,7 @@ def _not_lazy(x, names: Names, field: str):
                                 f"with a later version of dmlops (pass a NumPy array)")
 
 
-def _input(x, op: str, field: str = "x") -> np.ndarray:
+def _input(x: object, op: str, field: str = "x") -> NDArray[Any]:
     """The array argument ``field`` as a NumPy array of a supported data type (an array that
     speaks DLPack, such as a PyTorch tensor, read in place: ``_from_dlpack``). Checked on
     every call, argument by argument (a later argument is not converted when an earlier one
@@ -88,7 +103,7 @@ def _input(x, op: str, field: str = "x") -> np.ndarray:
     return x
 
 
-def _from_dlpack(x, names: Names, field: str) -> np.ndarray:
+def _from_dlpack(x: Any, names: Names, field: str) -> NDArray[Any]:
     """An array of another library that speaks DLPack (a PyTorch tensor, a JAX array) as a
     NumPy view of its memory, no copy; on the CPU only, and not a tensor that needs a
     gradient (dmlops's results would not take part in its graph)."""
@@ -110,11 +125,11 @@ def _from_dlpack(x, names: Names, field: str) -> np.ndarray:
                                 f"as a NumPy array: {e}") from None
 
 
-def _is_torch(x) -> bool:
+def _is_torch(x: object) -> bool:
     return type(x).__module__.split(".")[0] == "torch"
 
 
-def _callers_kind(fn):
+def _callers_kind(fn: _F) -> _F:
     """PyTorch tensors in, PyTorch tensors out: where the first array argument is a tensor,
     new results come back as tensors sharing their memory (``torch.from_dlpack``, no copy);
     tensors given as ``out`` are written in place and returned as given. Any other input
@@ -122,7 +137,7 @@ def _callers_kind(fn):
     first = next(iter(inspect.signature(fn).parameters))
 
     @functools.wraps(fn)
-    def call(*args, **kw):
+    def call(*args: Any, **kw: Any) -> Any:
         x = args[0] if args else kw.get(first)
         out = kw.get("out")
         if out is None and type(x) is np.ndarray:      # (the usual call: nothing to do)
@@ -150,10 +165,11 @@ def _callers_kind(fn):
             else:
                 final.append(r)
         return tuple(final) if several else final[0]
-    return call
+    return cast("_F", call)
 
 
-def _outputs(call: _Call, outs, inputs):
+def _outputs(call: _Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
+             ) -> list[NDArray[Any]]:
     """The outputs: those given, and new C-contiguous arrays for the others. A given one
     must share no memory with an input or another output: what memory an array uses is the
     one thing a kept plan cannot know, so this is checked on every call."""
@@ -173,13 +189,14 @@ def _outputs(call: _Call, outs, inputs):
     return ys
 
 
-def _kernels(call: _Call, backend):
+def _kernels(call: _Call, backend: str | None) -> ModuleType:
     """The backend's kernels, resolved on every call (``set_backend`` and
     ``DMLOPS_BACKEND`` may change between calls)."""
     return reraise(call.names, resolve_backend, backend)[1]
 
 
-def _run(outputs, run, names: Names):
+def _run(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object],
+         names: Names) -> None:
     if 0 in outputs[0].shape:
         return
     try:
@@ -192,7 +209,7 @@ def _run(outputs, run, names: Names):
 
 # --- planning: pure, kept by the plan cache ---------------------------------------------
 
-def _output_sizes_label(output_sizes, rank):
+def _output_sizes_label(output_sizes: Any, rank: int) -> tuple[str, int]:
     if output_sizes is None or is_int(output_sizes):
         return ("output_sizes", -2)
     try:
@@ -202,13 +219,14 @@ def _output_sizes_label(output_sizes, rank):
     return ("output_sizes", 0 if n == rank else -2)
 
 
-def _full_output_sizes(output_sizes, in_sizes, names):
+def _full_output_sizes(output_sizes: Any, in_sizes: Sequence[int], names: Names
+                       ) -> tuple[int, ...] | None:
     """``None``, k spatial sizes or the k + 2 full sizes -> full sizes (phase 2: lengths)."""
     return None if output_sizes is None else _full_sizes(output_sizes, in_sizes, names,
                                                          "output_sizes")
 
 
-def _full_sizes(sizes, like, names, field):
+def _full_sizes(sizes: Any, like: Sequence[int], names: Names, field: str) -> tuple[int, ...]:
     """``sizes`` as k spatial sizes or k + 2 full sizes (N, C as ``like``'s) -> full sizes."""
     k, rank = len(like) - 2, len(like)
     values = (int(sizes),) * k if is_int(sizes) else as_int_tuple(sizes, names, field)
@@ -220,7 +238,7 @@ def _full_sizes(sizes, like, names, field):
                         f"(spatial sizes) or {rank} (full sizes, N and C first)")
 
 
-def _out_type(out, dt: DataType, names, field):
+def _out_type(out: object, dt: DataType, names: Names, field: str) -> None:
     """Phase 1 check of an ``out=`` array (its facts, to a planner): an array of the right
     dtype."""
     if not isinstance(out, ArrayFacts):
@@ -229,7 +247,7 @@ def _out_type(out, dt: DataType, names, field):
         raise names.unsupported(f"{names(field)} has dtype {out.dtype}; expected {dt.dtype}")
 
 
-def _out_values(out, shape, names, field):
+def _out_values(out: ArrayFacts, shape: Sequence[int], names: Names, field: str) -> None:
     if out.shape != tuple(shape):
         raise names.invalid(f"{names(field)} has shape {out.shape}; expected {tuple(shape)}")
     if not out.flags.writeable:
@@ -237,7 +255,9 @@ def _out_values(out, shape, names, field):
     check_distinct(out, names, field)
 
 
-def _call(names, plan, inputs, outs, specs, extra=None) -> _Call:
+def _call(names: Names, plan: object, inputs: Sequence[str], outs: Sequence[Any],
+          specs: Sequence[tuple[str, Sequence[int], DataType]],
+          extra: dict[str, NDArray[Any]] | None = None) -> _Call:
     """Phase 3 of the given ``out=`` arrays (shape, writable, distinct elements), and the
     planned call. ``inputs``: the array operands' fields; ``specs``: ``(field, shape,
     DataType)`` of each output."""
@@ -248,15 +268,16 @@ def _call(names, plan, inputs, outs, specs, extra=None) -> _Call:
                  tuple((names(f), tuple(shape), dt.dtype) for f, shape, dt in specs), extra)
 
 
-def _spatial_sizes_ok(sizes, names, field="input"):
+def _spatial_sizes_ok(sizes: Sequence[int], names: Names, field: str = "input") -> None:
     for d in range(2, len(sizes)):
         if sizes[d] < 1:
             raise names.invalid(f"{names(field)} has spatial size {sizes[d]} in dimension {d}; "
                                 f"spatial sizes must be at least 1 (only N or C may be 0)")
 
 
-def _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-              output_sizes):
+def _geometry(row: Row, names: Names, x: ArrayFacts, window_size: Any, strides: Any,
+              start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any
+              ) -> Window:
     params = _pool.window_params(names, x.ndim, window_size, strides, start_padding,
                                  end_padding, dilations, allow_scalar=True)
     full = _full_output_sizes(output_sizes, x.shape, names)
@@ -264,7 +285,7 @@ def _geometry(row, names, x, window_size, strides, start_padding, end_padding, d
     return _pool.geometry(row, names, x.shape, params, full)
 
 
-def _include_padding(value, names):
+def _include_padding(value: object, names: Names) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise names.invalid(f"include_padding = {value!r} must be a bool")
     return bool(value)
@@ -272,8 +293,9 @@ def _include_padding(value, names):
 
 # --- the functions ----------------------------------------------------------------------
 
-def _plan_average_pooling(x, out, window_size, strides, start_padding, end_padding, dilations,
-                          include_padding, output_sizes):
+def _plan_average_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
+                          start_padding: Any, end_padding: Any, dilations: Any,
+                          include_padding: Any, output_sizes: Any) -> _Call:
     names = _names("average_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
     dt = dtype_of(x.dtype, names, "input")
     row = _pool.check_tensor_types("AVERAGE_POOLING1", None, names,
@@ -288,10 +310,37 @@ def _plan_average_pooling(x, out, window_size, strides, start_padding, end_paddi
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
 
 
+@overload
+def average_pooling(x: NDArray[ScalarT], window_size: IntOrInts, *, strides: IntOrInts = ...,
+                    start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                    dilations: IntOrInts = ..., include_padding: bool | np.bool_ = ...,
+                    output_sizes: IntOrInts | None = ..., out: NDArray[Any] | None = ...,
+                    backend: str | None = ..., chunks: None = ...) -> NDArray[ScalarT]: ...
+
+
+@overload
+def average_pooling(x: ForeignT, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                    start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                    dilations: IntOrInts = ..., include_padding: bool | np.bool_ = ...,
+                    output_sizes: IntOrInts | None = ...,
+                    out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+                    chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def average_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                    start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                    dilations: IntOrInts = ..., include_padding: bool | np.bool_ = ...,
+                    output_sizes: IntOrInts | None = ..., out: NDArray[Any] | None = ...,
+                    backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
-                    include_padding=False, output_sizes=None, out=None, backend=None,
-                    chunks=None):
+def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1,
+                    start_padding: IntOrInts = 0, end_padding: IntOrInts = 0,
+                    dilations: IntOrInts = 1, include_padding: bool | np.bool_ = False,
+                    output_sizes: IntOrInts | None = None, out: Any = None,
+                    backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Average of the real elements of each window (SPEC 3.1).
 
     The divisor counts real elements, or with ``include_padding`` real and padding positions
@@ -320,8 +369,9 @@ def average_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0
     return y
 
 
-def _plan_max_pooling(x, out, window_size, strides, start_padding, end_padding, dilations,
-                      output_sizes, pair, indices_dtype):
+def _plan_max_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
+                      start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any,
+                      pair: bool, indices_dtype: Any) -> _Call:
     names = _names("max_pooling",
                    output_sizes=_output_sizes_label(output_sizes, x.ndim),
                    output=("out[0]" if pair else "out", 0),
@@ -349,6 +399,7 @@ def _plan_max_pooling(x, out, window_size, strides, start_padding, end_padding, 
                   output_sizes)
     specs = [("output", g.output_sizes, dt)]
     if pair:
+        assert idx_dt is not None   # (set above for a pair)
         _pool.check_index_type(x.shape, idx_dt, names.with_fields(
             indices=("indices_dtype", 0)), "indices")
         specs.append(("indices", g.output_sizes, idx_dt))
@@ -357,10 +408,100 @@ def _plan_max_pooling(x, out, window_size, strides, start_padding, end_padding, 
     return _call(names, plan, ["input"], outs, specs)
 
 
+@overload
+def max_pooling(x: NDArray[ScalarT], window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: Literal[False] = ..., indices_dtype: DataTypeLike | None = ...,
+                out: NDArray[Any] | None = ..., backend: str | None = ..., chunks: None = ...
+                ) -> NDArray[ScalarT]: ...
+
+
+@overload
+def max_pooling(x: NDArray[ScalarT], window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: Literal[True], indices_dtype: DataTypeLike | None = ...,
+                out: Sequence[NDArray[Any]] | None = ..., backend: str | None = ...,
+                chunks: None = ...) -> tuple[NDArray[ScalarT], IndexArray]: ...
+
+
+@overload
+def max_pooling(x: NDArray[ScalarT], window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: int | np.bool_ | np.integer[Any],
+                indices_dtype: DataTypeLike | None = ...,
+                out: NDArray[Any] | Sequence[NDArray[Any]] | None = ...,
+                backend: str | None = ..., chunks: None = ...
+                ) -> NDArray[ScalarT] | tuple[NDArray[ScalarT], IndexArray]: ...
+
+
+@overload
+def max_pooling(x: ForeignT, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: Literal[False] = ..., indices_dtype: DataTypeLike | None = ...,
+                out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+                chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def max_pooling(x: ForeignT, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: Literal[True], indices_dtype: DataTypeLike | None = ...,
+                out: Sequence[ForeignT | NDArray[Any]] | None = ..., backend: str | None = ...,
+                chunks: Chunks | None = ...) -> tuple[ForeignT, ForeignT]: ...
+
+
+@overload
+def max_pooling(x: ForeignT, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: int | np.bool_ | np.integer[Any],
+                indices_dtype: DataTypeLike | None = ...,
+                out: ForeignT | NDArray[Any] | Sequence[ForeignT | NDArray[Any]] | None = ...,
+                backend: str | None = ..., chunks: Chunks | None = ...
+                ) -> ForeignT | tuple[ForeignT, ForeignT]: ...
+
+
+@overload
+def max_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: Literal[False] = ..., indices_dtype: DataTypeLike | None = ...,
+                out: NDArray[Any] | None = ..., backend: str | None = ..., chunks: None = ...
+                ) -> NDArray[Any]: ...
+
+
+@overload
+def max_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: Literal[True], indices_dtype: DataTypeLike | None = ...,
+                out: Sequence[NDArray[Any]] | None = ..., backend: str | None = ...,
+                chunks: None = ...) -> tuple[NDArray[Any], IndexArray]: ...
+
+
+@overload
+def max_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+                output_indices: int | np.bool_ | np.integer[Any],
+                indices_dtype: DataTypeLike | None = ...,
+                out: NDArray[Any] | Sequence[NDArray[Any]] | None = ...,
+                backend: str | None = ..., chunks: None = ...
+                ) -> NDArray[Any] | tuple[NDArray[Any], IndexArray]: ...
+
+
 @_callers_kind
-def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, dilations=1,
-                output_sizes=None, output_indices=False, indices_dtype=None, out=None,
-                backend=None, chunks=None):
+def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1,
+                start_padding: IntOrInts = 0, end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
+                output_sizes: IntOrInts | None = None,
+                output_indices: int | np.bool_ | np.integer[Any] = False,
+                indices_dtype: DataTypeLike | None = None, out: Any = None,
+                backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Maximum of the real elements of each window, optionally with its flat index (SPEC 3.4).
 
     Padding never wins; ties go to the lowest flat index; a NaN wins (the first NaN). The
@@ -397,8 +538,9 @@ def max_pooling(x, window_size, *, strides=1, start_padding=0, end_padding=0, di
     return (ys[0], ys[1]) if pair else ys[0]
 
 
-def _plan_max_pooling_grad(x, dy, out, window_size, strides, start_padding, end_padding,
-                           dilations):
+def _plan_max_pooling_grad(x: ArrayFacts, dy: ArrayFacts, out: Any, window_size: Any,
+                           strides: Any, start_padding: Any, end_padding: Any, dilations: Any
+                           ) -> _Call:
     names = _names("max_pooling_grad", output_sizes=("dy.shape", 0), dy=("dy", 0))
     dt = dtype_of(x.dtype, names, "input")
     gdt = dtype_of(dy.dtype, names, "dy")
@@ -413,9 +555,42 @@ def _plan_max_pooling_grad(x, dy, out, window_size, strides, start_padding, end_
     return _call(names, plan, ["input", "dy"], [out], [("output", x.shape, dt)])
 
 
+@overload
+def max_pooling_grad(x: NDArray[ScalarT], dy: NDArray[Any], window_size: IntOrInts, *,
+                     strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                     end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                     out: NDArray[Any] | None = ..., backend: str | None = ...,
+                     chunks: None = ...) -> NDArray[ScalarT]: ...
+
+
+@overload
+def max_pooling_grad(x: ForeignT, dy: ArrayLike | DaskArrayLike, window_size: IntOrInts, *,
+                     strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                     end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                     out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+                     chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def max_pooling_grad(x: ArrayLike, dy: LazyT, window_size: IntOrInts, *, strides: IntOrInts = ...,
+                     start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+                     dilations: IntOrInts = ..., out: None = ..., backend: str | None = ...,
+                     chunks: Chunks | None = ...) -> LazyT: ...
+
+
+@overload
+def max_pooling_grad(x: ArrayLike, dy: ArrayLike, window_size: IntOrInts, *,
+                     strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                     end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                     out: NDArray[Any] | None = ..., backend: str | None = ...,
+                     chunks: None = ...) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padding=0,
-                     dilations=1, out=None, backend=None, chunks=None):
+def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
+                     strides: IntOrInts = 1, start_padding: IntOrInts = 0,
+                     end_padding: IntOrInts = 0, dilations: IntOrInts = 1, out: Any = None,
+                     backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Gradient of max pooling (SPEC 3.5): each window's incoming gradient goes to its argmax
     (the element :func:`max_pooling` would index); contributions to one element are summed in
     ascending forward-output order, in float32 (float64 for float64), so results are
@@ -445,8 +620,9 @@ def max_pooling_grad(x, dy, window_size, *, strides=1, start_padding=0, end_padd
     return dx
 
 
-def _plan_average_pooling_grad(dy, out, window_size, input_sizes, strides, start_padding,
-                               end_padding, dilations, include_padding):
+def _plan_average_pooling_grad(dy: ArrayFacts, out: Any, window_size: Any, input_sizes: Any,
+                               strides: Any, start_padding: Any, end_padding: Any,
+                               dilations: Any, include_padding: Any) -> _Call:
     names = _names("average_pooling_grad", output_sizes=("dy.shape", 0),
                    input=("dy", 0), input_sizes=("input_sizes", 0))
     dt = dtype_of(dy.dtype, names, "input")
@@ -472,10 +648,37 @@ def _plan_average_pooling_grad(dy, out, window_size, input_sizes, strides, start
     return _call(names, plan, ["input"], [out], [("output", sizes, dt)])
 
 
+@overload
+def average_pooling_grad(dy: NDArray[ScalarT], window_size: IntOrInts, *, input_sizes: IntOrInts,
+                         strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                         end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                         include_padding: bool | np.bool_ = ..., out: NDArray[Any] | None = ...,
+                         backend: str | None = ..., chunks: None = ...) -> NDArray[ScalarT]: ...
+
+
+@overload
+def average_pooling_grad(dy: ForeignT, window_size: IntOrInts, *, input_sizes: IntOrInts,
+                         strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                         end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                         include_padding: bool | np.bool_ = ...,
+                         out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+                         chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def average_pooling_grad(dy: ArrayLike, window_size: IntOrInts, *, input_sizes: IntOrInts,
+                         strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                         end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                         include_padding: bool | np.bool_ = ..., out: NDArray[Any] | None = ...,
+                         backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_padding=0,
-                         end_padding=0, dilations=1, include_padding=False, out=None,
-                         backend=None, chunks=None):
+def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes: IntOrInts,
+                         strides: IntOrInts = 1, start_padding: IntOrInts = 0,
+                         end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
+                         include_padding: bool | np.bool_ = False, out: Any = None,
+                         backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Gradient of average pooling (SPEC 3.2): each incoming value, divided by its window's
     divisor (as :func:`average_pooling` counts it), is added to every real element of the
     window. ``input_sizes`` are the forward input's sizes (k spatial sizes, or all k + 2);
@@ -503,8 +706,9 @@ def average_pooling_grad(dy, window_size, *, input_sizes, strides=1, start_paddi
     return dx
 
 
-def _plan_lp_pooling(x, out, window_size, p, strides, start_padding, end_padding, dilations,
-                     output_sizes):
+def _plan_lp_pooling(x: ArrayFacts, out: Any, window_size: Any, p: Any, strides: Any,
+                     start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any
+                     ) -> _Call:
     names = _names("lp_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
     dt = dtype_of(x.dtype, names, "input")
     row = _pool.check_tensor_types("LP_POOLING1", None, names, [("input", "data", dt, x.ndim)])
@@ -517,9 +721,35 @@ def _plan_lp_pooling(x, out, window_size, p, strides, start_padding, end_padding
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
 
 
+@overload
+def lp_pooling(x: NDArray[ScalarT], window_size: IntOrInts, *, p: int = ...,
+               strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+               end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+               output_sizes: IntOrInts | None = ..., out: NDArray[Any] | None = ...,
+               backend: str | None = ..., chunks: None = ...) -> NDArray[ScalarT]: ...
+
+
+@overload
+def lp_pooling(x: ForeignT, window_size: IntOrInts, *, p: int = ..., strides: IntOrInts = ...,
+               start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+               dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+               out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+               chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def lp_pooling(x: ArrayLike, window_size: IntOrInts, *, p: int = ..., strides: IntOrInts = ...,
+               start_padding: IntOrInts = ..., end_padding: IntOrInts = ...,
+               dilations: IntOrInts = ..., output_sizes: IntOrInts | None = ...,
+               out: NDArray[Any] | None = ..., backend: str | None = ..., chunks: None = ...
+               ) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0, dilations=1,
-               output_sizes=None, out=None, backend=None, chunks=None):
+def lp_pooling(x: ArrayInput, window_size: IntOrInts, *, p: int = 2, strides: IntOrInts = 1,
+               start_padding: IntOrInts = 0, end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
+               output_sizes: IntOrInts | None = None, out: Any = None, backend: str | None = None,
+               chunks: Chunks | None = None) -> Any:
     """Lp pooling (SPEC 3.6): ``(Σ |x|^p)^(1/p)`` over the real elements of each window, for
     an integer ``p >= 1``. Computed in float64 as ``m * (Σ (|x|/m)^p)^(1/p)`` with ``m`` the
     window's largest ``|x|`` and rounded once, so tiny and huge values neither underflow nor
@@ -545,7 +775,8 @@ def lp_pooling(x, window_size, *, p=2, strides=1, start_padding=0, end_padding=0
     return y
 
 
-def _plan_max_unpooling(x, indices, out, output_sizes):
+def _plan_max_unpooling(x: ArrayFacts, indices: ArrayFacts, out: Any, output_sizes: Any
+                        ) -> _Call:
     names = _names("max_unpooling", indices=("indices", 0),
                    output_sizes=("output_sizes", 0))
     dt = dtype_of(x.dtype, names, "input")
@@ -565,8 +796,32 @@ def _plan_max_unpooling(x, indices, out, output_sizes):
     return _call(names, plan, ["input", "indices"], [out], [("output", sizes, dt)])
 
 
+@overload
+def max_unpooling(x: NDArray[ScalarT], indices: NDArray[Any], output_sizes: IntOrInts, *,
+                  out: NDArray[Any] | None = ..., backend: str | None = ..., chunks: None = ...
+                  ) -> NDArray[ScalarT]: ...
+
+
+@overload
+def max_unpooling(x: ForeignT, indices: ArrayLike | DaskArrayLike, output_sizes: IntOrInts, *,
+                  out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+                  chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def max_unpooling(x: ArrayLike, indices: LazyT, output_sizes: IntOrInts, *, out: None = ...,
+                  backend: str | None = ..., chunks: Chunks | None = ...) -> LazyT: ...
+
+
+@overload
+def max_unpooling(x: ArrayLike, indices: ArrayLike, output_sizes: IntOrInts, *,
+                  out: NDArray[Any] | None = ..., backend: str | None = ..., chunks: None = ...
+                  ) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def max_unpooling(x, indices, output_sizes, *, out=None, backend=None, chunks=None):
+def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *, out: Any = None,
+                  backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Max unpooling (SPEC 3.7): a zero output of ``output_sizes`` (the full shape, N and C
     as the input's), with ``x[i]`` written at flat position ``indices[i]`` (as
     :func:`max_pooling` returns them). The "no element" index (2^32-1, 2^64-1, or -1 for
@@ -599,7 +854,8 @@ def max_unpooling(x, indices, output_sizes, *, out=None, backend=None, chunks=No
     return y
 
 
-def _plan_roi_pooling(x, rois, out, spatial_scale, pooled_size):
+def _plan_roi_pooling(x: ArrayFacts, rois: ArrayFacts, out: Any, spatial_scale: Any,
+                      pooled_size: Any) -> _Call:
     names = _names("roi_pooling", rois=("rois", 0))
     dt = dtype_of(x.dtype, names, "input")
     rdt = dtype_of(rois.dtype, names, "rois")
@@ -622,8 +878,27 @@ def _plan_roi_pooling(x, rois, out, spatial_scale, pooled_size):
     return _call(names, plan, ["input", "rois"], [out], [("output", sizes, dt)])
 
 
+@overload
+def roi_pooling(x: NDArray[ScalarT], rois: ArrayLike, *, spatial_scale: Float,
+                pooled_size: IntOrInts, out: NDArray[Any] | None = ..., backend: str | None = ...,
+                chunks: None = ...) -> NDArray[ScalarT]: ...
+
+
+@overload
+def roi_pooling(x: ForeignT, rois: ArrayLike, *, spatial_scale: Float, pooled_size: IntOrInts,
+                out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+                chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def roi_pooling(x: ArrayLike, rois: ArrayLike, *, spatial_scale: Float, pooled_size: IntOrInts,
+                out: NDArray[Any] | None = ..., backend: str | None = ..., chunks: None = ...
+                ) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None, chunks=None):
+def roi_pooling(x: ArrayInput, rois: ArrayLike, *, spatial_scale: Float, pooled_size: IntOrInts,
+                out: Any = None, backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
     with rows ``[batch, x1, y1, x2, y2]`` in input coordinates times ``spatial_scale``;
     ``pooled_size`` is ``(height, width)``. Corners are scaled and rounded half away from
@@ -642,11 +917,11 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None, 
     boxes in one chunk and C as the input's.
     """
     if _dask.is_dask(x) or chunks is not None:
-        rois = _input(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
-        return _lazy("roi_pooling", [("x", x), ("rois", rois)], out, backend, chunks,
+        boxes = _input(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
+        return _lazy("roi_pooling", [("x", x), ("rois", boxes)], out, backend, chunks,
                      _plan_roi_pooling, (spatial_scale, pooled_size),
                      lambda call, kernels, x, _: _dask.roi_pooling(
-                         x, _pool.roi_regions(call.plan, rois, call.names), call, kernels,
+                         x, _pool.roi_regions(call.plan, boxes, call.names), call, kernels,
                          chunks, call.names))
     x = _input(x, "roi_pooling")
     rois = _input(rois, "roi_pooling", "rois")
@@ -658,7 +933,7 @@ def roi_pooling(x, rois, *, spatial_scale, pooled_size, out=None, backend=None, 
     return y
 
 
-def _zero_point(zp, dt, names, field):
+def _zero_point(zp: object, dt: DataType, names: Names, field: str) -> None:
     """A zero point's type: None (0), a Python int, or a NumPy array/scalar of ``dt``. A
     Python int's range is a value, checked after the lengths (SPEC 7's order:
     ``_zero_point_values``)."""
@@ -673,7 +948,7 @@ def _zero_point(zp, dt, names, field):
                             f"{dt.dtype}, or None")
 
 
-def _zero_point_values(zp, dt, names, field):
+def _zero_point_values(zp: Any, dt: DataType, names: Names, field: str) -> NDArray[np.int64]:
     """A zero point (checked by ``_zero_point``) as int64, a Python int's range checked."""
     if zp is None:
         return np.zeros((), dtype=np.int64)
@@ -683,7 +958,7 @@ def _zero_point_values(zp, dt, names, field):
     return np.asarray(int(zp), dtype=np.int64)
 
 
-def _scale(s, names, field):
+def _scale(s: object, names: Names, field: str) -> NDArray[np.float32]:
     _not_lazy(s, names, field)
     try:
         arr = np.asarray(s, dtype=np.float64)
@@ -694,9 +969,10 @@ def _scale(s, names, field):
         return arr.astype(np.float32)
 
 
-def _plan_quantized(x, out, input_scale, input_zero_point, output_scale, output_zero_point,
-                    window_size, strides, start_padding, end_padding, dilations,
-                    include_padding, output_dtype):
+def _plan_quantized(x: ArrayFacts, out: Any, input_scale: Any, input_zero_point: Any,
+                    output_scale: Any, output_zero_point: Any, window_size: Any, strides: Any,
+                    start_padding: Any, end_padding: Any, dilations: Any, include_padding: Any,
+                    output_dtype: Any) -> _Call:
     names = _names("quantized_linear_average_pooling")
     dt = dtype_of(x.dtype, names, "input")
     op = "QUANTIZED_LINEAR_AVERAGE_POOLING"
@@ -748,12 +1024,53 @@ def _plan_quantized(x, out, input_scale, input_zero_point, output_scale, output_
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, out_dt)], extra)
 
 
+@overload
+def quantized_linear_average_pooling(x: NDArray[Any], input_scale: ArrayLike,
+                                     input_zero_point: ArrayLike | None, output_scale: ArrayLike,
+                                     output_zero_point: ArrayLike | None, window_size: IntOrInts,
+                                     *, strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                                     end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                                     include_padding: bool | np.bool_ = ...,
+                                     output_dtype: DataTypeLike | None = ...,
+                                     out: NDArray[Any] | None = ..., backend: str | None = ...,
+                                     chunks: None = ...) -> QuantizedArray: ...
+
+
+@overload
+def quantized_linear_average_pooling(x: ForeignT, input_scale: ArrayLike,
+                                     input_zero_point: ArrayLike | None, output_scale: ArrayLike,
+                                     output_zero_point: ArrayLike | None, window_size: IntOrInts,
+                                     *, strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                                     end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                                     include_padding: bool | np.bool_ = ...,
+                                     output_dtype: DataTypeLike | None = ...,
+                                     out: ForeignT | NDArray[Any] | None = ...,
+                                     backend: str | None = ..., chunks: Chunks | None = ...
+                                     ) -> ForeignT: ...
+
+
+@overload
+def quantized_linear_average_pooling(x: ArrayLike, input_scale: ArrayLike,
+                                     input_zero_point: ArrayLike | None, output_scale: ArrayLike,
+                                     output_zero_point: ArrayLike | None, window_size: IntOrInts,
+                                     *, strides: IntOrInts = ..., start_padding: IntOrInts = ...,
+                                     end_padding: IntOrInts = ..., dilations: IntOrInts = ...,
+                                     include_padding: bool | np.bool_ = ...,
+                                     output_dtype: DataTypeLike | None = ...,
+                                     out: NDArray[Any] | None = ..., backend: str | None = ...,
+                                     chunks: None = ...) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_scale,
-                                     output_zero_point, window_size, *, strides=1,
-                                     start_padding=0, end_padding=0, dilations=1,
-                                     include_padding=False, output_dtype=None, out=None,
-                                     backend=None, chunks=None):
+def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
+                                     input_zero_point: ArrayLike | None, output_scale: ArrayLike,
+                                     output_zero_point: ArrayLike | None, window_size: IntOrInts,
+                                     *, strides: IntOrInts = 1, start_padding: IntOrInts = 0,
+                                     end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
+                                     include_padding: bool | np.bool_ = False,
+                                     output_dtype: DataTypeLike | None = None, out: Any = None,
+                                     backend: str | None = None,
+                                     chunks: Chunks | None = None) -> Any:
     """Quantized average pooling (SPEC 3.3), bit-exact: ``acc = Σ (x - zp_in)`` over real
     elements; in float32 ``t = acc * s_in / count / s_out``; ``q = round_half_even(t) + zp_out``
     clamped. Scales and zero points are per tensor (scalars) or per channel ``(1, C, 1, ...)``.
@@ -782,7 +1099,9 @@ def quantized_linear_average_pooling(x, input_scale, input_zero_point, output_sc
     return y
 
 
-def _lazy_call(op, arrays, out, backend, chunks, plan, *args):
+def _lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
+               chunks: Chunks | None, plan: Callable[..., _Call], *args: Any
+               ) -> tuple[_Call, ModuleType, list[NDArray[Any]], list[Any]]:
     """A call with a Dask operand validated and planned now, as in memory (a Dask operand
     by a stand-in of its shape and type, a NumPy one as it is): ``(call, kernels, stand-ins,
     operands as Dask arrays)``. ``arrays``: (field, array) in the plan's order. ``chunks=``
@@ -809,7 +1128,9 @@ def _lazy_call(op, arrays, out, backend, chunks, plan, *args):
     return call, _kernels(call, backend), stands, lazy
 
 
-def _lazy(op, arrays, out, backend, chunks, plan, args, build):
+def _lazy(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
+          chunks: Chunks | None, plan: Callable[..., _Call], args: tuple[Any, ...],
+          build: Callable[..., Any]) -> Any:
     """A function of Dask arrays: validated and planned now (``_lazy_call``), then
     ``build(call, kernels, *operands as Dask arrays)`` makes the lazy result. An empty output
     (N or C 0) is made at once, as in memory, where no kernel runs."""
@@ -822,21 +1143,24 @@ def _lazy(op, arrays, out, backend, chunks, plan, args, build):
     return build(call, kernels, *lazy)
 
 
-def _lazy_pooling(op, x, out, backend, chunks, plan, *args):
+def _lazy_pooling(op: str, x: Any, out: object, backend: str | None, chunks: Chunks | None,
+                  plan: Callable[..., _Call], *args: Any) -> Any:
     """A pooling function of a Dask array (``_dask.pooling``)."""
     return _lazy(op, [("x", x)], out, backend, chunks, plan, args,
                  lambda call, kernels, x: _dask.pooling(x, call, kernels, chunks, call.names))
 
 
-def _lazy_grad(op, arrays, out, backend, chunks, plan, *args):
+def _lazy_grad(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
+               chunks: Chunks | None, plan: Callable[..., _Call], *args: Any) -> Any:
     """A gradient of Dask arrays (``_dask.pooling_grad``): ``x`` and ``dy``, or ``dy``."""
-    def build(call, kernels, *lazy):
+    def build(call: _Call, kernels: ModuleType, *lazy: Any) -> Any:
         x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
         return _dask.pooling_grad(x, dy, call, kernels, chunks, call.names)
     return _lazy(op, arrays, out, backend, chunks, plan, args, build)
 
 
-def _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks):
+def _lazy_padding(x: Any, start_padding: Any, end_padding: Any, mode: Any, value: Any,
+                  out: object, backend: str | None, chunks: Chunks | None) -> Any:
     """``padding`` of a Dask array: validated now, computed when asked (``_dask.padding``)."""
     call, _, (stand,), (x,) = _lazy_call("padding", [("x", x)], out, backend, chunks,
                                          _plan_padding, start_padding, end_padding, mode,
@@ -851,7 +1175,8 @@ def _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chun
     return _dask.padding(x, call.plan, chunks, call.names)
 
 
-def _plan_padding(x, out, start_padding, end_padding, mode, value):
+def _plan_padding(x: ArrayFacts, out: Any, start_padding: Any, end_padding: Any, mode: Any,
+                  value: Any) -> _Call:
     names = _names("padding")
     dt = dtype_of(x.dtype, names, "input")
     pmode = _pad.plan_padding("PADDING1", None, names, dt, x.ndim, None, None, mode)
@@ -864,9 +1189,29 @@ def _plan_padding(x, out, start_padding, end_padding, mode, value):
     return _call(names, plan, ["input"], [out], [("output", plan.out_sizes, dt)])
 
 
+@overload
+def padding(x: NDArray[ScalarT], start_padding: IntOrInts, end_padding: IntOrInts, *,
+            mode: PaddingModeLike = ..., value: Float = ..., out: NDArray[Any] | None = ...,
+            backend: str | None = ..., chunks: None = ...) -> NDArray[ScalarT]: ...
+
+
+@overload
+def padding(x: ForeignT, start_padding: IntOrInts, end_padding: IntOrInts, *,
+            mode: PaddingModeLike = ..., value: Float = ...,
+            out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+            chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def padding(x: ArrayLike, start_padding: IntOrInts, end_padding: IntOrInts, *,
+            mode: PaddingModeLike = ..., value: Float = ..., out: NDArray[Any] | None = ...,
+            backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
+
+
 @_callers_kind
-def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None,
-            backend=None, chunks=None):
+def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
+            mode: PaddingModeLike = "constant", value: Float = 0, out: Any = None,
+            backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Pad every dimension (SPEC 3.9). ``start_padding`` / ``end_padding`` are an int (every
     dimension) or one value per dimension, N and C included.
 
@@ -902,7 +1247,7 @@ def padding(x, start_padding, end_padding, *, mode="constant", value=0, out=None
     plan = call.plan
     if x.size == 0:
         if y.size:
-            if plan.mode != _pad.PaddingMode.CONSTANT:
+            if plan.mode != PaddingMode.CONSTANT:
                 raise call.names.invalid(f"x has shape {x.shape}; only constant padding can "
                                          f"pad an empty dimension")
             y[...] = plan.value

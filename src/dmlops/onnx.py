@@ -42,6 +42,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -54,6 +56,11 @@ from .errors import DmlError, InvalidArgumentError, UnsupportedError
 from .tensor import TensorDesc
 from .window import onnx_pads, pooling_output_sizes
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from ._types import PaddingModeName
+
 __all__ = ["DmlBackend", "DmlBackendRep", "prepare", "run_model", "run_node",
            "supports_device", "is_compatible", "pool_arguments", "SUPPORTED_OPS"]
 
@@ -62,14 +69,14 @@ MS_DOMAIN = "com.microsoft"
 
 # --- node context ---------------------------------------------------------------------------
 
-def _label(node, index=None) -> str:
+def _label(node: Any, index: Any = None) -> str:
     where = f" {node.name!r}" if node.name else (f" #{index}" if index is not None else "")
     dom = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
     return f"ONNX {dom}{node.op_type} node{where}"
 
 
 @contextlib.contextmanager
-def _in_node(label: str):
+def _in_node(label: str) -> Iterator[Any]:
     """Prefix the node to any dmlops error raised inside (einops style: ``from None``)."""
     try:
         yield
@@ -79,7 +86,7 @@ def _in_node(label: str):
         raise type(e)(f"{label}: {e}") from None
 
 
-def _attributes(node, label) -> dict:
+def _attributes(node: Any, label: Any) -> dict[str, Any]:
     out = {}
     for a in node.attribute:
         if a.type == onnx.AttributeProto.UNDEFINED:
@@ -96,7 +103,7 @@ def _attributes(node, label) -> dict:
     return out
 
 
-def _flag(attrs, name, label, default=0) -> bool:
+def _flag(attrs: Any, name: Any, label: Any, default: Any = 0) -> bool:
     v = attrs.get(name, default)
     if v not in (0, 1):
         raise InvalidArgumentError(f"{label}: attribute {name} = {v!r} must be 0 or 1")
@@ -105,7 +112,7 @@ def _flag(attrs, name, label, default=0) -> bool:
 
 # --- the attribute mapping (one place) ------------------------------------------------------
 
-def _int_list(values, name, label) -> tuple:
+def _int_list(values: Any, name: Any, label: Any) -> tuple[int, ...]:
     """An INTS attribute's values, as ints (a FLOATS one, e.g. ``[2.0, 2.0]``, is refused)."""
     values = list(values) if isinstance(values, (list, tuple)) else [values]
     for v in values:
@@ -115,7 +122,7 @@ def _int_list(values, name, label) -> tuple:
     return tuple(int(v) for v in values)
 
 
-def _ints(attrs, name, k, default, label) -> tuple:
+def _ints(attrs: Any, name: Any, k: int, default: int, label: Any) -> tuple[int, ...]:
     v = attrs.get(name)
     if v is None:
         return (default,) * k
@@ -126,8 +133,8 @@ def _ints(attrs, name, k, default, label) -> tuple:
     return v
 
 
-def pool_arguments(x_shape, attrs: dict, label: str = "ONNX pooling node",
-                   window_size=None) -> dict:
+def pool_arguments(x_shape: Any, attrs: dict[str, Any], label: str = "ONNX pooling node",
+                   window_size: Any = None) -> dict[str, Any]:
     """Keyword arguments of the dmlops pooling functions from ONNX pooling attributes.
 
     ``attrs`` holds ``kernel_shape`` (or ``window_size`` is given, as for the global
@@ -176,7 +183,7 @@ def pool_arguments(x_shape, attrs: dict, label: str = "ONNX pooling node",
 
 # --- index layout ---------------------------------------------------------------------------
 
-def _column_major(indices: np.ndarray, x_shape) -> np.ndarray:
+def _column_major(indices: np.ndarray, x_shape: Any) -> np.ndarray:
     """Row-major flat indices (DirectML) -> ONNX ``storage_order=1``: the spatial dimensions
     column-major (the first one fastest), N and C as before; -1 ("no element") stays."""
     spatial = tuple(x_shape[2:])
@@ -193,7 +200,7 @@ def _column_major(indices: np.ndarray, x_shape) -> np.ndarray:
 # Each takes (label, attrs, inputs, n_outputs, backend) and returns the list of outputs; an
 # input the node left out (empty name) is None.
 
-def _input(inputs, i, label, name):
+def _input(inputs: Any, i: Any, label: Any, name: Any) -> Any:
     if len(inputs) <= i or inputs[i] is None:
         raise InvalidArgumentError(f"{label}: input {name} is required")
     try:
@@ -203,7 +210,7 @@ def _input(inputs, i, label, name):
                                    f"{e}") from None
 
 
-def _int_input(inputs, i, label, name) -> tuple:
+def _int_input(inputs: Any, i: Any, label: Any, name: Any) -> tuple[int, ...]:
     """An integer tensor input (pads, axes, output_shape), as ints: ONNX types these int64
     (axes int32 too); NaN, None, strings or fractions are refused, not converted."""
     v = _input(inputs, i, label, name)
@@ -213,7 +220,7 @@ def _int_input(inputs, i, label, name) -> tuple:
     return tuple(int(e) for e in v.ravel())
 
 
-def _average_pool(label, attrs, inputs, n_out, backend):
+def _average_pool(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     x = _input(inputs, 0, label, "X")
     args = pool_arguments(x.shape, attrs, label)
     include = _flag(attrs, "count_include_pad", label)
@@ -221,7 +228,7 @@ def _average_pool(label, attrs, inputs, n_out, backend):
         return [_fn.average_pooling(x, **args, include_padding=include, backend=backend)]
 
 
-def _max_pool(label, attrs, inputs, n_out, backend):
+def _max_pool(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     x = _input(inputs, 0, label, "X")
     args = pool_arguments(x.shape, attrs, label)
     order = attrs.get("storage_order", 0)
@@ -236,7 +243,7 @@ def _max_pool(label, attrs, inputs, n_out, backend):
     return [y, _column_major(i, x.shape) if order == 1 else i]
 
 
-def _lp_pool(label, attrs, inputs, n_out, backend):
+def _lp_pool(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     x = _input(inputs, 0, label, "X")
     args = pool_arguments(x.shape, attrs, label)
     p = attrs.get("p", 2)
@@ -249,8 +256,8 @@ def _lp_pool(label, attrs, inputs, n_out, backend):
         return [_fn.lp_pooling(x, **args, p=p, backend=backend)]
 
 
-def _global(kind):
-    def run(label, attrs, inputs, n_out, backend):
+def _global(kind: Any) -> Any:
+    def run(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
         x = _input(inputs, 0, label, "X")
         args = pool_arguments(x.shape, {}, label, window_size=x.shape[2:])
         pool = _fn.average_pooling if kind == "average" else _fn.max_pooling
@@ -259,7 +266,7 @@ def _global(kind):
     return run
 
 
-def _max_unpool(label, attrs, inputs, n_out, backend):
+def _max_unpool(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     x = _input(inputs, 0, label, "X")
     idx = _input(inputs, 1, label, "I")
     k = x.ndim - 2
@@ -306,10 +313,11 @@ def _max_unpool(label, attrs, inputs, n_out, backend):
     return [y]
 
 
-_PAD_MODES = {"constant": "constant", "edge": "edge", "reflect": "reflection", "wrap": "wrap"}
+_PAD_MODES: dict[str, PaddingModeName] = {"constant": "constant", "edge": "edge",
+                                          "reflect": "reflection", "wrap": "wrap"}
 
 
-def _pad(label, attrs, inputs, n_out, backend):
+def _pad(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     data = _input(inputs, 0, label, "data")
     mode = attrs.get("mode", "constant")
     if not isinstance(mode, str):
@@ -366,8 +374,8 @@ def _pad(label, attrs, inputs, n_out, backend):
     crop = tuple(slice(max(0, -s), data.shape[d] - max(0, -e))
                  for d, (s, e) in enumerate(zip(start, end)))
     data = data[crop]
-    start = tuple(max(0, s) for s in start)
-    end = tuple(max(0, e) for e in end)
+    start = [max(0, s) for s in start]
+    end = [max(0, e) for e in end]
     is_bool = data.dtype == np.bool_
     if is_bool:                                          # DirectML has no BOOL: pad bytes
         data = data.view(np.uint8)
@@ -391,17 +399,18 @@ def _pad(label, attrs, inputs, n_out, backend):
     return [y.view(np.bool_) if is_bool else y]
 
 
-def _tensor_value(t, where: str) -> np.ndarray:
+def _tensor_value(t: Any, where: str) -> np.ndarray:
     """A TensorProto's values; one whose data does not match its shape and type (a short
     raw_data) is an InvalidArgumentError."""
     try:
-        return numpy_helper.to_array(t)
+        values: np.ndarray = numpy_helper.to_array(t)
+        return values
     except Exception as e:          # (onnx raises ValueError, TypeError or its own)
         raise InvalidArgumentError(f"{where}: the tensor cannot be read: "
                                    f"{str(e).strip() or type(e).__name__}") from None
 
 
-def _constant(label, attrs, inputs, n_out, backend):
+def _constant(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     if len(attrs) != 1:
         raise InvalidArgumentError(f"{label}: a Constant node needs exactly one value "
                                    f"attribute, got {sorted(attrs)}")
@@ -415,7 +424,7 @@ def _constant(label, attrs, inputs, n_out, backend):
     raise UnsupportedError(f"{label}: attribute {name} is not supported")
 
 
-def _quant_param(v, c, label, name, channel_axis_size):
+def _quant_param(v: Any, c: Any, label: Any, name: Any, channel_axis_size: Any) -> Any:
     """A per-tensor (one value) or per-channel (C values) scale or zero point, in DirectML's
     shapes: a NumPy scalar or ``(1, C, 1, ...)``."""
     v = np.asarray(v)
@@ -427,7 +436,7 @@ def _quant_param(v, c, label, name, channel_axis_size):
                                f"(per tensor) or {c} values (per channel)")
 
 
-def _phantoms_as_padding(x_shape, args) -> dict:
+def _phantoms_as_padding(x_shape: Any, args: Any) -> dict[str, Any]:
     """ONNX Runtime's QLinearAveragePool with ``count_include_pad`` divides a ceil-mode
     window that reaches past the end padding by the whole kernel size: its phantom positions
     count. DirectML never counts phantoms, so they become end padding (read as zero, counted
@@ -440,7 +449,7 @@ def _phantoms_as_padding(x_shape, args) -> dict:
     return {**args, "end_padding": tuple(end)}
 
 
-def _qlinear_average_pool(label, attrs, inputs, n_out, backend):
+def _qlinear_average_pool(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     x = _input(inputs, 0, label, "X")
     if x.dtype not in (np.int8, np.uint8):
         raise UnsupportedError(f"{label}: input X has dtype {x.dtype}; QLinearAveragePool "
@@ -465,7 +474,7 @@ def _qlinear_average_pool(label, attrs, inputs, n_out, backend):
     out_dtype = zps[1].dtype if zps[1] is not None else x.dtype
     rank = x.ndim
 
-    def desc(arr, dtype):
+    def desc(arr: Any, dtype: Any) -> Any:
         shape = (1,) * rank if arr.ndim == 0 else arr.shape
         return TensorDesc(dtype, shape), np.ascontiguousarray(arr, dtype=dtype).reshape(shape)
 
@@ -473,8 +482,8 @@ def _qlinear_average_pool(label, attrs, inputs, n_out, backend):
         # The description layer, because only it takes the F + 1 output size of ceil mode
         # for this operator.
         bind = {"input_tensor": np.ascontiguousarray(x)}
-        fields = {"input_tensor": TensorDesc(x.dtype, x.shape),
-                  "output_tensor": TensorDesc(out_dtype, args["output_sizes"])}
+        fields: dict[str, Any] = {"input_tensor": TensorDesc(x.dtype, x.shape),
+                                  "output_tensor": TensorDesc(out_dtype, args["output_sizes"])}
         for field, arr, dtype in (("input_scale_tensor", s_in, np.float32),
                                   ("output_scale_tensor", s_out, np.float32),
                                   ("input_zero_point_tensor", zps[0], x.dtype),
@@ -516,7 +525,7 @@ SUPPORTED_OPS = {
 class _Node:
     """A checked node: its implementation, attributes and input/output names."""
 
-    def __init__(self, node, index=None):
+    def __init__(self, node: Any, index: Any = None) -> None:
         self.label = _label(node, index)
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         entry = SUPPORTED_OPS.get((domain, node.op_type))
@@ -536,7 +545,7 @@ class _Node:
         self.inputs = list(node.input)
         self.outputs = list(node.output)
 
-    def run(self, values: dict, backend) -> None:
+    def run(self, values: dict[str, Any], backend: Any) -> None:
         args = [values.get(n) if n else None for n in self.inputs]
         n_out = len(self.outputs)
         while n_out and not self.outputs[n_out - 1]:
@@ -547,17 +556,17 @@ class _Node:
                 values[name] = r
 
 
-def _check_device(device):
+def _check_device(device: Any) -> None:
     if not DmlBackend.supports_device(device):
         raise UnsupportedError(f"dmlops.onnx: device {device!r} is not supported; dmlops "
                                f"runs on the CPU (device 'CPU')")
 
 
-class DmlBackendRep(BackendRep):
+class DmlBackendRep(BackendRep):  # type: ignore[misc]  # (onnx's types are skipped: Any)
     """A prepared model: ``run(inputs)`` takes a list (graph inputs in order, initializers
     excluded), a dict by name, or one array, and returns a tuple indexable by output name."""
 
-    def __init__(self, model, backend=None):
+    def __init__(self, model: Any, backend: Any = None) -> None:
         graph = model.graph
         self._backend = backend
         self._constants = {t.name: _tensor_value(t, f"dmlops.onnx: initializer {t.name!r}")
@@ -567,7 +576,7 @@ class DmlBackendRep(BackendRep):
         self._nodes = [_Node(n, i) for i, n in enumerate(graph.node)]
         self._tuple = namedtupledict("Outputs", self.output_names)
 
-    def run(self, inputs, **kwargs):
+    def run(self, inputs: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise InvalidArgumentError(f"dmlops.onnx: run() takes no keyword arguments, got "
                                        f"{sorted(kwargs)}")
@@ -596,7 +605,7 @@ def _first_line(e: Exception) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def _sequence(inputs) -> list:
+def _sequence(inputs: Any) -> list[Any]:
     """The inputs given as a list, tuple or other sequence of arrays, as a list."""
     if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__") or not hasattr(
             inputs, "__getitem__"):
@@ -605,7 +614,7 @@ def _sequence(inputs) -> list:
     return list(inputs)
 
 
-def _model_of(model) -> onnx.ModelProto:
+def _model_of(model: Any) -> onnx.ModelProto:
     """``model`` as a ModelProto: given as one, as the path of a file or as its bytes."""
     if isinstance(model, onnx.ModelProto):
         return model
@@ -621,23 +630,23 @@ def _model_of(model) -> onnx.ModelProto:
                                f".onnx file or its bytes, not {type(model).__name__}")
 
 
-def _short(model) -> str:
+def _short(model: Any) -> str:
     r = repr(model if not isinstance(model, (bytes, bytearray, memoryview)) else bytes(model))
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-def _check_nodes(model):
+def _check_nodes(model: Any) -> None:
     """Every node of ``model`` is one that dmlops runs, with attributes it accepts."""
     for i, n in enumerate(model.graph.node):
         _Node(n, i)
 
 
-class DmlBackend(Backend):
+class DmlBackend(Backend):  # type: ignore[misc]  # (onnx's types are skipped: Any)
     """``onnx.backend.base.Backend`` over dmlops. Keyword ``backend=`` picks the dmlops
     backend (``"cpu"``, ``"reference"``; default as :func:`dmlops.set_backend` says)."""
 
     @classmethod
-    def is_compatible(cls, model, device="CPU", **kwargs) -> bool:
+    def is_compatible(cls, model: Any, device: Any = "CPU", **kwargs: Any) -> bool:
         """Whether dmlops runs every node of ``model`` on ``device``: False for anything it
         cannot read as a model."""
         try:
@@ -647,7 +656,8 @@ class DmlBackend(Backend):
             return False
 
     @classmethod
-    def prepare(cls, model, device="CPU", backend=None, **kwargs) -> DmlBackendRep:
+    def prepare(cls, model: Any, device: Any = "CPU", backend: Any = None, **kwargs: Any
+                ) -> DmlBackendRep:
         if kwargs:
             raise InvalidArgumentError(f"dmlops.onnx: prepare() got unknown keyword arguments "
                                        f"{sorted(kwargs)}")
@@ -664,11 +674,13 @@ class DmlBackend(Backend):
         return DmlBackendRep(model, backend)
 
     @classmethod
-    def run_model(cls, model, inputs, device="CPU", backend=None, **kwargs):
+    def run_model(cls, model: Any, inputs: Any, device: Any = "CPU", backend: Any = None,
+                  **kwargs: Any) -> Any:
         return cls.prepare(model, device, backend=backend, **kwargs).run(inputs)
 
     @classmethod
-    def run_node(cls, node, inputs, device="CPU", outputs_info=None, backend=None, **kwargs):
+    def run_node(cls, node: Any, inputs: Any, device: Any = "CPU", outputs_info: Any = None,
+                 backend: Any = None, **kwargs: Any) -> Any:
         """Run one node on a list of input arrays (None for an omitted optional input);
         returns a tuple over the node's outputs."""
         _check_device(device)

@@ -4,8 +4,10 @@ and the description layer."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,23 +17,28 @@ from .dtypes import DataType, PaddingMode, padding_mode
 from .errors import Names
 from .support import first_level
 
+if TYPE_CHECKING:
+    from .dtypes import FeatureLevel
+    from .support import Row
+
 
 @dataclass(frozen=True)
 class PadPlan:
     op: str
     dtype: DataType
-    in_sizes: tuple
-    start: tuple
-    end: tuple
+    in_sizes: tuple[int, ...]
+    start: tuple[int, ...]
+    end: tuple[int, ...]
     mode: PaddingMode
     value: object             # already of ``dtype`` (a NumPy scalar)
 
     @property
-    def out_sizes(self) -> tuple:
+    def out_sizes(self) -> tuple[int, ...]:
         return tuple(n + a + b for n, a, b in zip(self.in_sizes, self.start, self.end))
 
 
-def check_mode(op, level, row, mode, names: Names) -> PaddingMode:
+def check_mode(op: str, level: FeatureLevel | None, row: Row, mode: object, names: Names
+               ) -> PaddingMode:
     mode = reraise(names, padding_mode, mode, names("mode"))
     if mode not in row.modes:
         later = first_level(op, lambda r: mode in r.modes)
@@ -40,7 +47,8 @@ def check_mode(op, level, row, mode, names: Names) -> PaddingMode:
     return mode
 
 
-def pad_lengths(start, end, rank, names: Names, allow_scalar: bool):
+def pad_lengths(start: Any, end: Any, rank: int, names: Names, allow_scalar: bool
+                ) -> list[tuple[int, ...]]:
     pads = []
     for field, value in (("start_padding", start), ("end_padding", end)):
         if is_int(value) and allow_scalar:
@@ -55,7 +63,8 @@ def pad_lengths(start, end, rank, names: Names, allow_scalar: bool):
     return pads
 
 
-def check_pad_values(in_sizes, start, end, mode, names: Names):
+def check_pad_values(in_sizes: Sequence[int], start: Sequence[int], end: Sequence[int],
+                     mode: PaddingMode, names: Names) -> None:
     check_bounds(start, 0, names, "start_padding", "must not be negative")
     check_bounds(end, 0, names, "end_padding", "must not be negative")
     if mode == PaddingMode.REFLECTION:
@@ -67,7 +76,8 @@ def check_pad_values(in_sizes, start, end, mode, names: Names):
                     f"has no element to mirror); use EDGE or SYMMETRIC there")
 
 
-def plan_padding(op, level, names, dt: DataType, rank: int, out_dt, out_rank, mode):
+def plan_padding(op: str, level: FeatureLevel | None, names: Names, dt: DataType, rank: int,
+                 out_dt: DataType | None, out_rank: int | None, mode: object) -> PaddingMode:
     """Phase 1: types, ranks, level and mode."""
     row = operator_row(op, level, names)
     check_type(op, level, row, "data", dt, names, "input")
@@ -83,7 +93,7 @@ def plan_padding(op, level, names, dt: DataType, rank: int, out_dt, out_rank, mo
 
 # --- the padding value -------------------------------------------------------------------
 
-def _round_int_to_float(v: int, dtype: np.dtype):
+def _round_int_to_float(v: int, dtype: np.dtype[Any]) -> Any:
     """A Python int rounded once, to nearest (ties to even), to a float type."""
     with np.errstate(over="ignore"):   # (overflow gives an infinity, as rounding does)
         if -2**53 <= v <= 2**53:       # exact in float64, so NumPy's conversion rounds once
@@ -107,13 +117,13 @@ def _round_int_to_float(v: int, dtype: np.dtype):
     return best
 
 
-def mode_value(mode: PaddingMode, dt: DataType, convert):
+def mode_value(mode: PaddingMode, dt: DataType, convert: Callable[[], Any]) -> Any:
     """The padding value, ``convert()``, read in constant mode alone: the other modes ignore
     it, unchecked (SPEC 3.9 and 7)."""
     return convert() if mode == PaddingMode.CONSTANT else dt.dtype.type(0)
 
 
-def convert_value(value, dt: DataType, names: Names, field: str = "value"):
+def convert_value(value: Any, dt: DataType, names: Names, field: str = "value") -> Any:
     """A number converted to ``dt``: integers truncate toward zero and saturate (NaN -> 0);
     floats round to nearest."""
     dtype = dt.dtype
@@ -138,7 +148,7 @@ def convert_value(value, dt: DataType, names: Names, field: str = "value"):
     return dtype.type(min(max(value, info.min), info.max))
 
 
-def float32_field(value, names: Names, field: str):
+def float32_field(value: Any, names: Names, field: str) -> float:
     """PADDING's PaddingValue is a 32-bit FLOAT: round it to float32 first."""
     if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
         value = value.item()
@@ -152,7 +162,7 @@ def float32_field(value, names: Names, field: str):
         return float(np.float32(value))
 
 
-def exact_value(value, dt: DataType, names: Names, field: str):
+def exact_value(value: Any, dt: DataType, names: Names, field: str) -> Any:
     """PADDING1's value, given in the output type: an integer type needs an integral value in
     range; a float type rounds to nearest but may not overflow to infinity."""
     converted = convert_value(value, dt, names, field)

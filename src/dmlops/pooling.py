@@ -7,7 +7,9 @@ values. A plan is a frozen, hashable record of everything a kernel needs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,8 +18,22 @@ from ._args import (as_int_tuple, check_bounds, check_rank, check_type, is_int,
 from .dtypes import DataType
 from .window import Window, check_fits, check_output_size, check_window_values, floor_size
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from numpy.typing import NDArray
+
+    from .dtypes import FeatureLevel
+    from .errors import Names
+    from .support import Row
+
+# window, strides, start and end padding, dilations: one value per spatial dimension
+WindowParams = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+                     tuple[int, ...]]
+
 INDEX_LIMIT_32 = 2**32 - 1
-EMPTY_INDEX = {DataType.UINT32: 2**32 - 1, DataType.UINT64: 2**64 - 1, DataType.INT64: -1}
+EMPTY_INDEX: dict[DataType | None, int] = {DataType.UINT32: 2**32 - 1, DataType.UINT64: 2**64 - 1,
+                                           DataType.INT64: -1}
 
 
 @dataclass(frozen=True)
@@ -32,11 +48,12 @@ class PoolPlan:
     p: int | None = None       # Lp pooling's exponent
 
     @property
-    def empty_index(self):
+    def empty_index(self) -> int | None:
         return EMPTY_INDEX.get(self.indices_dtype)
 
 
-def check_tensor_types(op, level, names, roles):
+def check_tensor_types(op: str, level: FeatureLevel | None, names: Names,
+                       roles: Sequence[tuple[str, str, DataType, int]]) -> Row:
     """``roles``: ``(field, role, DataType, rank)`` of each tensor; the first is the input,
     whose rank the others must share. Data type and rank problems are unsupported."""
     row = operator_row(op, level, names)
@@ -53,14 +70,14 @@ def check_tensor_types(op, level, names, roles):
     return row
 
 
-def same_type(names, first, dt1, second, dt2):
+def same_type(names: Names, first: str, dt1: DataType, second: str, dt2: DataType) -> None:
     if dt1 != dt2:
         raise names.unsupported(f"{names(second)} has data type {dt2.name}; it must match "
                                 f"{names(first)} ({dt1.name})")
 
 
-def window_params(names, rank, window_size, strides, start_padding, end_padding,
-                  dilations, allow_scalar):
+def window_params(names: Names, rank: int, window_size: Any, strides: Any, start_padding: Any,
+                  end_padding: Any, dilations: Any, allow_scalar: bool) -> WindowParams:
     """Lengths of the spatial arguments (phase 2)."""
     k = rank - 2
     w = spatial(window_size, k, names, "window_size", rank, allow_scalar)
@@ -71,7 +88,8 @@ def window_params(names, rank, window_size, strides, start_padding, end_padding,
     return w, s, a, b, d
 
 
-def geometry(row, names, in_sizes, params, output_sizes, extended=None):
+def geometry(row: Row, names: Names, in_sizes: Sequence[int], params: WindowParams,
+             output_sizes: Sequence[int] | None, extended: Row | None = None) -> Window:
     """Values (phase 3): window values, fit, output sizes ``F`` or ``F + 1``.
 
     ``output_sizes`` is None (floor) or the full output sizes, indexed as canonical full
@@ -108,7 +126,7 @@ def geometry(row, names, in_sizes, params, output_sizes, extended=None):
 MOST_DIVISOR = 2**63 - 1
 
 
-def check_divisors(names, g: Window, include_padding: bool):
+def check_divisors(names: Names, g: Window, include_padding: bool) -> None:
     """With ``include_padding``, a window's divisor counts its padding positions too: their
     product over the dimensions (at most the window's positions that fit in the padded
     extent, per dimension) must be a count the kernels hold exactly, else an
@@ -126,19 +144,21 @@ def check_divisors(names, g: Window, include_padding: bool):
             f"the largest count kept exactly")
 
 
-def check_index_type(in_sizes, idx_dt, names, field):
+def check_index_type(in_sizes: Sequence[int], idx_dt: DataType, names: Names, field: str
+                     ) -> None:
     count = int(np.prod(in_sizes, dtype=object))
     if idx_dt == DataType.UINT32 and count > INDEX_LIMIT_32:
         raise names.invalid(f"{names(field)} is UINT32, but the input has {count} elements, "
                             f"more than 2^32-1: its indices need UINT64 (or INT64)")
 
 
-def default_index_type(in_sizes) -> DataType:
+def default_index_type(in_sizes: Sequence[int]) -> DataType:
     count = int(np.prod(in_sizes, dtype=object))
     return DataType.UINT32 if count <= INDEX_LIMIT_32 else DataType.UINT64
 
 
-def quantization_param_shape(shape, in_sizes, names, field):
+def quantization_param_shape(shape: Sequence[int], in_sizes: Sequence[int], names: Names,
+                             field: str) -> None:
     """Per tensor: all ones of rank <= the input's (or a scalar); per channel: exactly
     ``(1, C, 1, ...)`` at the input's rank."""
     shape = tuple(shape)
@@ -155,7 +175,7 @@ def quantization_param_shape(shape, in_sizes, names, field):
         f"reshape{per_channel}")
 
 
-def check_scale_values(scale: np.ndarray, names, field):
+def check_scale_values(scale: NDArray[Any], names: Names, field: str) -> None:
     bad = ~(np.isfinite(scale) & (scale > 0))
     if bad.any():
         value = scale.reshape(-1)[np.argmax(bad.reshape(-1))].item()
@@ -163,7 +183,7 @@ def check_scale_values(scale: np.ndarray, names, field):
                             f"greater than 0 (after rounding to float32)")
 
 
-def check_zero_point_values(zp: np.ndarray, dt: DataType, names, field):
+def check_zero_point_values(zp: NDArray[Any], dt: DataType, names: Names, field: str) -> None:
     info = np.iinfo(dt.dtype)
     values = np.asarray(zp, dtype=object).reshape(-1)
     for v in values:
@@ -172,7 +192,7 @@ def check_zero_point_values(zp: np.ndarray, dt: DataType, names, field):
                                 f"{dt.name} [{info.min}, {info.max}]")
 
 
-def check_p(p, names):
+def check_p(p: object, names: Names) -> int:
     """Lp pooling's ``P``: a Python/NumPy integer of at least 1 (SPEC 3.6)."""
     if not is_int(p):
         raise names.invalid(f"{names('p')} = {p!r} must be an integer (bool and float are not "
@@ -188,16 +208,17 @@ class UnpoolPlan:
     op: str
     dtype: DataType
     indices_dtype: DataType
-    input_sizes: tuple
-    output_sizes: tuple
+    input_sizes: tuple[int, ...]
+    output_sizes: tuple[int, ...]
 
     @property
-    def empty_index(self):
+    def empty_index(self) -> int | None:
         """The "no element" index that is skipped; INT32 has none (SPEC 7)."""
         return EMPTY_INDEX.get(self.indices_dtype)
 
 
-def unpool_sizes(in_sizes, idx_sizes, out_sizes, names):
+def unpool_sizes(in_sizes: Sequence[int], idx_sizes: Sequence[int], out_sizes: Sequence[int],
+                 names: Names) -> None:
     """Phase 3: indices of the input's sizes; an output of the input's N and C."""
     if tuple(idx_sizes) != tuple(in_sizes):
         raise names.invalid(f"{names('indices')} has sizes {list(idx_sizes)}; they must equal "
@@ -211,7 +232,8 @@ def unpool_sizes(in_sizes, idx_sizes, out_sizes, names):
                  "may be 0)", first=2)
 
 
-def check_unpool_indices(plan: UnpoolPlan, indices: np.ndarray, names, origin=None):
+def check_unpool_indices(plan: UnpoolPlan, indices: NDArray[Any], names: Names,
+                         origin: Sequence[int] | None = None) -> None:
     """Every index names an output element, or is the "no element" value (SPEC 3.7); checked
     on the data before anything is written. ``origin``: where ``indices`` lies in the whole
     indices tensor (a block of it), for the message."""
@@ -245,13 +267,13 @@ COORD_LIMIT = 2**31
 class RoiPlan:
     op: str
     dtype: DataType
-    input_sizes: tuple
+    input_sizes: tuple[int, ...]
     num_rois: int
     spatial_scale: float       # already rounded to float32
-    pooled_size: tuple         # (height, width)
+    pooled_size: tuple[int, ...]     # (height, width)
 
 
-def check_spatial_scale(value, names):
+def check_spatial_scale(value: object, names: Names) -> float:
     """SpatialScale is a FLOAT field: rounded to float32, then finite and > 0."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)):
@@ -264,7 +286,7 @@ def check_spatial_scale(value, names):
     return float(scale)
 
 
-def check_pooled_size(value, names):
+def check_pooled_size(value: object, names: Names) -> tuple[int, ...]:
     """``(height, width)``, each at least 1 (an int means both)."""
     size = (int(value),) * 2 if is_int(value) else as_int_tuple(value, names, "pooled_size")
     if len(size) != 2:
@@ -274,12 +296,13 @@ def check_pooled_size(value, names):
     return size
 
 
-def _round_half_away(v):
+def _round_half_away(v: NDArray[Any]) -> NDArray[Any]:
     t = np.trunc(v)
-    return t + np.sign(v) * (np.abs(v - t) >= 0.5)
+    rounded: NDArray[Any] = t + np.sign(v) * (np.abs(v - t) >= 0.5)
+    return rounded
 
 
-def roi_regions(plan: RoiPlan, rois: np.ndarray, names) -> np.ndarray:
+def roi_regions(plan: RoiPlan, rois: NDArray[Any], names: Names) -> NDArray[np.int64]:
     """``(R, 5)`` int64 rows ``[batch, x1, y1, x2, y2]``: the batch index truncated toward
     zero, the corners scaled and rounded half away from zero, in float64 (SPEC 3.8). Checked
     on the data: a NaN or out-of-range batch index, or a non-finite corner, is an error."""
@@ -309,7 +332,9 @@ def roi_regions(plan: RoiPlan, rois: np.ndarray, names) -> np.ndarray:
 
 # --- execution ---------------------------------------------------------------------------
 
-def run_pooling(plan: PoolPlan, kernels, x, outputs, extra=None):
+def run_pooling(plan: PoolPlan, kernels: ModuleType, x: NDArray[Any],
+                outputs: Sequence[NDArray[Any]], extra: dict[str, NDArray[Any]] | None = None
+                ) -> None:
     """Run ``plan`` on native-order input arrays; ``outputs`` are views the kernel fills
     (values first, then indices for max pooling)."""
     g = plan.geometry
@@ -325,9 +350,11 @@ def run_pooling(plan: PoolPlan, kernels, x, outputs, extra=None):
         kernels.average_pooling_grad(x, outputs[0], g.window, g.strides, g.start, g.end,
                                      g.dilations, plan.include_padding)
     elif plan.kind == "max_grad":
+        assert extra is not None    # (the gradient dy)
         kernels.max_pooling_grad(x, extra["dy"], outputs[0], g.window, g.strides, g.start,
                                  g.dilations)
     elif plan.kind == "quantized":
+        assert extra is not None    # (the scales and zero points)
         kernels.quantized_average_pooling(x, extra["scale_in"], extra["zp_in"],
                                           extra["scale_out"], extra["zp_out"], outputs[0],
                                           g.window, g.strides, g.start, g.end, g.dilations,
@@ -336,10 +363,12 @@ def run_pooling(plan: PoolPlan, kernels, x, outputs, extra=None):
         raise AssertionError(plan.kind)
 
 
-def run_unpooling(plan: UnpoolPlan, kernels, x, indices, outputs, names):
+def run_unpooling(plan: UnpoolPlan, kernels: ModuleType, x: NDArray[Any],
+                  indices: NDArray[Any], outputs: Sequence[NDArray[Any]], names: Names) -> None:
     check_unpool_indices(plan, indices, names)
     kernels.max_unpooling(x, indices, outputs[0], plan.empty_index)
 
 
-def run_roi_pooling(plan: RoiPlan, kernels, x, rois, outputs, names):
+def run_roi_pooling(plan: RoiPlan, kernels: ModuleType, x: NDArray[Any], rois: NDArray[Any],
+                    outputs: Sequence[NDArray[Any]], names: Names) -> None:
     kernels.roi_pooling(x, roi_regions(plan, rois, names), outputs[0])

@@ -8,6 +8,7 @@ role accepts and which ranks. Extended mode (no level given) is the 6.4 row plus
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .dtypes import DataType as T, FeatureLevel as L, PaddingMode as M
@@ -28,9 +29,9 @@ class Row:
     set of tensor ranks; ``modes`` the padding modes; ``dilations`` whether the operator's
     Dilations field may differ from 1 (in extended mode, for operators DirectML gives none)."""
 
-    types: dict
-    ranks: frozenset
-    modes: frozenset = frozenset()
+    types: dict[str, frozenset[T]]
+    ranks: frozenset[int]
+    modes: frozenset[M] = frozenset()
     dilations: bool = False
 
 
@@ -39,8 +40,8 @@ class OperatorInfo:
     name: str                  # DirectML's name without DML_OPERATOR_
     value: int                 # DML_OPERATOR_TYPE value
     since: L
-    steps: tuple               # ((level, Row), ...) ascending; a later row replaces an earlier
-    extended: Row = field(default=None)
+    steps: tuple[tuple[L, Row], ...]   # ascending; a later row replaces an earlier
+    extended: Row | None = field(default=None)
 
     @property
     def operator_type(self) -> str:
@@ -67,8 +68,11 @@ MODES_30 = MODES_10 | {M.SYMMETRIC}
 MODES_64 = MODES_30 | {M.WRAP}
 
 
-def _max_pool_steps(since: L, indices: bool, dilations: bool):
-    idx = lambda s: {"indices": s} if indices else {}  # noqa: E731
+def _max_pool_steps(since: L, indices: bool, dilations: bool
+                    ) -> tuple[tuple[tuple[L, Row], ...], Row]:
+    def idx(s: frozenset[T]) -> dict[str, frozenset[T]]:
+        return {"indices": s} if indices else {}
+
     steps = [(since, Row({"data": F16_32, **idx(U32)}, R45, dilations=dilations)),
              (L.L3_0, Row({"data": F16_32 | INT8S, **idx(U32)}, R45, dilations=dilations)),
              (L.L5_0, Row({"data": FL50_TYPES, **idx(U32_64)}, R45, dilations=dilations))]
@@ -77,7 +81,8 @@ def _max_pool_steps(since: L, indices: bool, dilations: bool):
     return tuple(s for s in steps if s[0] >= since or s is steps[0]), ext
 
 
-def _op(name, value, since, steps, extended):
+def _op(name: str, value: int, since: L, steps: Sequence[tuple[L, Row]], extended: Row
+        ) -> OperatorInfo:
     return OperatorInfo(name, value, since, tuple(steps), extended)
 
 
@@ -126,7 +131,7 @@ OPERATORS = {
 }
 
 
-def first_level(op: str, predicate) -> L | None:
+def first_level(op: str, predicate: Callable[[Row], bool]) -> L | None:
     """The lowest level whose row satisfies ``predicate`` (used to say "needs level X")."""
     info = OPERATORS[op]
     for level in L:

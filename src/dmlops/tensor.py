@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,17 +19,23 @@ from ._args import UINT_MAX, is_int
 from .dtypes import DataType, data_type
 from .errors import DmlError, Names
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike, NDArray
+
+    from ._plancache import ArrayFacts
+    from ._types import DataTypeLike, Ints, ScalarT
+
 __all__ = ["TensorDesc"]
 
 
-def _maybe_type(value):
+def _maybe_type(value: Any) -> Any:
     try:
         return data_type(value)
     except DmlError:
         return value          # reported by compile_operator
 
 
-def _maybe_tuple(value):
+def _maybe_tuple(value: Any) -> Any:
     if value is None:
         return None
     try:
@@ -45,16 +53,21 @@ class TensorDesc:
     60
     """
 
-    data_type: object
-    sizes: tuple
-    strides: tuple | None
+    # the normalised spellings; a value that is none is kept as given, for compile_operator
+    # to report (so these say what a valid description holds)
+    data_type: DataType
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...] | None
     total_tensor_size_in_bytes: int | None
     flags: int
     guaranteed_base_offset_alignment: int
     dimension_count: int | None
 
-    def __init__(self, data_type, sizes, strides=None, *, total_tensor_size_in_bytes=None,
-                 flags=0, guaranteed_base_offset_alignment=0, dimension_count=None):
+    def __init__(self, data_type: DataTypeLike, sizes: Ints,
+                 strides: Ints | None = None, *,
+                 total_tensor_size_in_bytes: int | None = None, flags: int = 0,
+                 guaranteed_base_offset_alignment: int = 0,
+                 dimension_count: int | None = None) -> None:
         set_ = object.__setattr__
         set_(self, "data_type", _maybe_type(data_type))
         set_(self, "sizes", _maybe_tuple(sizes))
@@ -80,7 +93,7 @@ class TensorDesc:
         return len(self.sizes)
 
     @property
-    def element_strides(self) -> tuple:
+    def element_strides(self) -> tuple[int, ...]:
         """The strides in elements (packed row-major when none were given)."""
         if self.strides is not None:
             return self.strides
@@ -101,7 +114,7 @@ class TensorDesc:
         return (raw + 3) // 4 * 4
 
 
-def check_tensor_desc(t, names: Names, field: str):
+def check_tensor_desc(t: object, names: Names, field: str) -> None:
     """Every rule of SPEC 1.2 for one tensor; data type and rank problems are unsupported."""
     if not isinstance(t, TensorDesc):
         raise names.invalid(f"{names(field)} must be a TensorDesc, got {type(t).__name__}")
@@ -115,7 +128,7 @@ def check_tensor_desc(t, names: Names, field: str):
                                 f"tensor has 1 to 8")
 
 
-def check_tensor_values(t: TensorDesc, names: Names, field: str):
+def check_tensor_values(t: TensorDesc, names: Names, field: str) -> None:
     """Phase-3 checks of a tensor description: sizes, strides, total size, flags."""
     if t.dimension_count is not None and t.dimension_count != len(t.sizes):
         raise names.invalid(f"{names(field)}.dimension_count = {t.dimension_count!r} does not "
@@ -155,7 +168,7 @@ def check_tensor_values(t: TensorDesc, names: Names, field: str):
                             f"be 0 or a power of two at least the element size")
 
 
-def strides_alias(sizes, strides, itemsize=1) -> bool:
+def strides_alias(sizes: Sequence[int], strides: Sequence[int], itemsize: int = 1) -> bool:
     """Whether two distinct elements of a layout share memory: ``strides`` in units of which
     each element spans ``itemsize`` (elements for a description, bytes for an array), of any
     sign. Exact.
@@ -196,7 +209,8 @@ def strides_alias(sizes, strides, itemsize=1) -> bool:
         cut[d] = slice(m, shape[d])
         whole = whole[tuple(cut)]
         try:
-            if np.shares_memory(lower, whole, max_work=1_000_000):
+            # (NumPy's stubs allow max_work -1 or 0 alone; any bound works)
+            if np.shares_memory(lower, whole, max_work=1_000_000):  # type: ignore[arg-type]
                 return True
         except np.exceptions.TooHardError:
             return True
@@ -204,16 +218,16 @@ def strides_alias(sizes, strides, itemsize=1) -> bool:
     return False
 
 
-def native(a: np.ndarray) -> np.ndarray:
+def native(a: NDArray[ScalarT]) -> NDArray[ScalarT]:
     """``a`` in native byte order (a copy only when it is not)."""
     return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
-def native_dtype(a: np.ndarray) -> np.dtype:
+def native_dtype(a: NDArray[Any] | ArrayFacts) -> np.dtype[Any]:
     return a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")
 
 
-def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.ndarray:
+def bind(array: Any, t: TensorDesc, names: Names, field: str, output: bool) -> NDArray[Any]:
     """A view of ``array`` with ``t``'s logical sizes (SPEC 4.2 bindings)."""
     if output:
         if not isinstance(array, np.ndarray):
@@ -227,6 +241,7 @@ def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.nda
                                 f"cast")
     if output and not array.flags.writeable:
         raise names.invalid(f"{names(field)} is read-only; an output must be writable")
+    view: NDArray[Any]
     if t.strides is None and array.shape == t.sizes:
         view = array
     else:
@@ -236,7 +251,8 @@ def bind(array, t: TensorDesc, names: Names, field: str, output: bool) -> np.nda
     return view
 
 
-def _strided_view(array, t: TensorDesc, names: Names, field: str, output: bool):
+def _strided_view(array: NDArray[Any], t: TensorDesc, names: Names, field: str, output: bool
+                  ) -> NDArray[Any]:
     """``bind``'s view of a flat buffer (or of a contiguous array, flattened) by ``t``'s
     sizes and element strides."""
     if t.strides is None and array.ndim != 1:
@@ -256,7 +272,7 @@ def _strided_view(array, t: TensorDesc, names: Names, field: str, output: bool):
         writeable=output)
 
 
-def check_distinct(out: np.ndarray, names: Names, field: str):
+def check_distinct(out: NDArray[Any] | ArrayFacts, names: Names, field: str) -> None:
     """An output array's elements must not share memory (SPEC 4.2): a layout written twice
     over would depend on the order of the writes."""
     if out.flags.c_contiguous or out.flags.f_contiguous:
@@ -287,7 +303,8 @@ def beyond_memory(nbytes: int) -> str:
             f"{memory / 2**30:.1f} GiB of memory")
 
 
-def new_array(shape, dtype, names: Names, field: str) -> np.ndarray:
+def new_array(shape: Sequence[int], dtype: DTypeLike, names: Names, field: str
+              ) -> NDArray[Any]:
     """A new output array, or an InvalidArgumentError naming its size where it cannot be
     had: more bytes than the machine's memory (``beyond_memory``), or than NumPy or the
     allocator give.
@@ -308,7 +325,8 @@ def new_array(shape, dtype, names: Names, field: str) -> np.ndarray:
                             f"bytes, which cannot be allocated: {e}") from None
 
 
-def check_fits_memory(arrays, names: Names) -> None:
+def check_fits_memory(arrays: Sequence[tuple[str, Sequence[int], DTypeLike]], names: Names
+                      ) -> None:
     """Several new arrays ``(field, shape, dtype)`` together within the machine's memory."""
     total = 0
     for _, shape, dt in arrays:

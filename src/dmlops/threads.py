@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .errors import InvalidArgumentError
@@ -47,11 +48,11 @@ def environ(name: str) -> str | None:
     return os.environ.get(name)
 
 
-_KEYS: dict = {}
+_KEYS: dict[str, bytes] = {}
 
 
 # (when the usable CPUs were last looked up, how many there were)
-_cpus: tuple = (float("-inf"), 1)
+_cpus: tuple[float, int] = (float("-inf"), 1)
 CPUS_FRESH_SECONDS = 1.0
 
 
@@ -68,7 +69,7 @@ def _usable_cpus() -> int:
     return n
 
 
-def _positive(value, origin: str) -> int:
+def _positive(value: object, origin: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgumentError(f"{origin} = {value!r} must be a positive integer "
                                    f"(the number of threads the cpu kernels use)")
@@ -85,7 +86,7 @@ _local = threading.local()
 
 
 @contextmanager
-def on_this_thread():
+def on_this_thread() -> Iterator[None]:
     """Within it, kernels that this thread calls run on this thread alone: inside a Dask
     task the scheduler's threads are the parallelism, and a pool of the kernels' own beside
     them would oversubscribe the cores. Other threads keep their count.
@@ -110,6 +111,7 @@ def get_num_threads() -> int:
         return _chosen
     env = environ("DMLOPS_NUM_THREADS")
     if env:
+        value: int | str
         try:
             value = int(env)
         except ValueError:

@@ -9,10 +9,15 @@ or ``F + 1`` positions; the last window of an ``F + 1`` output can reach past ``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import Names
 from ._args import as_int_tuple, check_bounds, spatial
+
+if TYPE_CHECKING:
+    from ._types import AutoPad, IntOrInts, Ints
 
 __all__ = ["pooling_output_sizes", "onnx_pads", "Window"]
 
@@ -21,13 +26,13 @@ __all__ = ["pooling_output_sizes", "onnx_pads", "Window"]
 class Window:
     """A validated sliding window over ``k`` spatial dimensions."""
 
-    input_sizes: tuple      # full (N, C, S1..Sk)
-    window: tuple
-    strides: tuple
-    start: tuple
-    end: tuple
-    dilations: tuple
-    output_sizes: tuple     # full (N, C, O1..Ok)
+    input_sizes: tuple[int, ...]      # full (N, C, S1..Sk)
+    window: tuple[int, ...]
+    strides: tuple[int, ...]
+    start: tuple[int, ...]
+    end: tuple[int, ...]
+    dilations: tuple[int, ...]
+    output_sizes: tuple[int, ...]     # full (N, C, O1..Ok)
 
     @property
     def k(self) -> int:
@@ -38,11 +43,12 @@ def effective(window: int, dilation: int) -> int:
     return (window - 1) * dilation + 1
 
 
-def floor_size(size, window, stride, start, end, dilation) -> int:
+def floor_size(size: int, window: int, stride: int, start: int, end: int, dilation: int) -> int:
     return (size + start + end - effective(window, dilation)) // stride + 1
 
 
-def ceil_extra(size, window, stride, start, end, dilation) -> bool:
+def ceil_extra(size: int, window: int, stride: int, start: int, end: int, dilation: int
+               ) -> bool:
     """Whether ceil mode adds an output: the division leaves a remainder and the extra window
     starts inside the input or its start padding (the ONNX spec's and PyTorch's rule)."""
     rem = (size + start + end - effective(window, dilation)) % stride
@@ -50,12 +56,13 @@ def ceil_extra(size, window, stride, start, end, dilation) -> bool:
     return rem != 0 and f * stride < size + start
 
 
-def _describe(size, window, stride, start, end, dilation) -> str:
+def _describe(size: int, window: int, stride: int, start: int, end: int, dilation: int) -> str:
     dil = f", dilation {dilation}" if dilation != 1 else ""
     return f"input {size}, window {window}{dil}, stride {stride}, padding {start}+{end}"
 
 
-def check_window_values(window, strides, start, end, dilations, names: Names):
+def check_window_values(window: Sequence[int], strides: Sequence[int], start: Sequence[int],
+                        end: Sequence[int], dilations: Sequence[int], names: Names) -> None:
     check_bounds(window, 1, names, "window_size", "must be at least 1")
     check_bounds(strides, 1, names, "strides", "must be at least 1")
     check_bounds(start, 0, names, "start_padding", "must not be negative")
@@ -63,7 +70,9 @@ def check_window_values(window, strides, start, end, dilations, names: Names):
     check_bounds(dilations, 1, names, "dilations", "must be at least 1")
 
 
-def check_fits(spatial_sizes, window, strides, start, end, dilations, names: Names):
+def check_fits(spatial_sizes: Sequence[int], window: Sequence[int], strides: Sequence[int],
+               start: Sequence[int], end: Sequence[int], dilations: Sequence[int], names: Names
+               ) -> None:
     """``E > P`` is an error (SPEC 2)."""
     for i, s in enumerate(spatial_sizes):
         e = effective(window[i], dilations[i])
@@ -77,8 +86,8 @@ def check_fits(spatial_sizes, window, strides, start, end, dilations, names: Nam
                 f"{start[i]}+{end[i]}); use a smaller window or more padding")
 
 
-def check_output_size(d: int, got: int, size, window, stride, start, end, dilation,
-                      names: Names):
+def check_output_size(d: int, got: int, size: int, window: int, stride: int, start: int,
+                      end: int, dilation: int, names: Names) -> None:
     """An output dimension must be ``F`` or ``F + 1`` (SPEC 2); ``d`` is the full index."""
     f = floor_size(size, window, stride, start, end, dilation)
     if got not in (f, f + 1):
@@ -88,8 +97,9 @@ def check_output_size(d: int, got: int, size, window, stride, start, end, dilati
             f"(floor) or {f + 1} (one more, as ceil mode gives)")
 
 
-def pooling_output_sizes(input_sizes, window_size, *, strides=1, start_padding=0,
-                         end_padding=0, dilations=1, ceil_mode=False) -> tuple:
+def pooling_output_sizes(input_sizes: Ints, window_size: IntOrInts, *, strides: IntOrInts = 1,
+                         start_padding: IntOrInts = 0, end_padding: IntOrInts = 0,
+                         dilations: IntOrInts = 1, ceil_mode: bool = False) -> tuple[int, ...]:
     """Full output sizes ``(N, C, O1, ..., Ok)`` of a pooling.
 
     >>> pooling_output_sizes((1, 1, 9, 9), 3, strides=2, start_padding=1, end_padding=1)
@@ -123,8 +133,9 @@ def pooling_output_sizes(input_sizes, window_size, *, strides=1, start_padding=0
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
 
 
-def onnx_pads(input_sizes, window_size, *, strides=1, dilations=1, auto_pad="NOTSET",
-              pads=None) -> tuple:
+def onnx_pads(input_sizes: Ints, window_size: IntOrInts, *, strides: IntOrInts = 1,
+              dilations: IntOrInts = 1, auto_pad: AutoPad = "NOTSET",
+              pads: Ints | None = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """``(start_padding, end_padding)`` from ONNX's ``auto_pad`` / ``pads`` attributes.
 
     ``pads`` is ONNX's ``[x1_begin, x2_begin, ..., x1_end, x2_end, ...]``. SAME_UPPER puts an
@@ -148,7 +159,7 @@ def onnx_pads(input_sizes, window_size, *, strides=1, dilations=1, auto_pad="NOT
     check_bounds(w, 1, names, "window_size", "must be at least 1")
     check_bounds(s, 1, names, "strides", "must be at least 1")
     check_bounds(d, 1, names, "dilations", "must be at least 1")
-    mode = auto_pad
+    mode: str | bytes = auto_pad
     if isinstance(mode, bytes):
         try:
             mode = mode.decode()

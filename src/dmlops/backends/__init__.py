@@ -9,9 +9,13 @@ An unknown or unavailable name is an error, never a silent fallback.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedError
 from ..threads import environ
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 # name -> module path, in order of preference
 PREFERENCE = {
@@ -22,12 +26,12 @@ PREFERENCE = {
 PLANNED = {"cuda": "the CUDA backend arrives with a later version of dmlops"}
 KERNELS = ("average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
            "quantized_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling", "padding")
-_loaded: dict = {}
-_failed: dict = {}
+_loaded: dict[str, ModuleType] = {}
+_failed: dict[str, str] = {}
 _chosen: str | None = None
 
 
-def _load(name: str):
+def _load(name: str) -> ModuleType | None:
     if name in _loaded:
         return _loaded[name]
     if name in _failed:
@@ -45,7 +49,7 @@ def _load(name: str):
     return module
 
 
-def backends() -> tuple:
+def backends() -> tuple[str, ...]:
     """Names of the available backends, preferred first.
 
     >>> "reference" in backends()
@@ -54,7 +58,7 @@ def backends() -> tuple:
     return tuple(name for name in PREFERENCE if _load(name) is not None)
 
 
-def _check(name, origin: str):
+def _check(name: object, origin: str) -> str:
     if isinstance(name, str) and name.lower() in PLANNED:
         raise UnsupportedError(f"{origin} = {name!r} is not available here "
                                f"({PLANNED[name.lower()]}); available: {', '.join(backends())}")
@@ -81,7 +85,7 @@ def get_backend() -> str:
     return resolve(None)[0]
 
 
-def resolve(name: str | None):
+def resolve(name: str | None) -> tuple[str, ModuleType]:
     """``(name, module)`` of the backend a call uses."""
     if name is not None:
         # (a loaded backend's own name, the usual case, needs no checking)

@@ -9,10 +9,16 @@ count. Everything was validated by the caller.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ...threads import get_num_threads
 from ._levels import baseline, kernels, level, set_level, supported  # noqa: F401
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike, NDArray
 
 NAME = "cpu"
 ALL_ONES = (1 << 64) - 1      # SPEC's "no element" index, all ones at every width
@@ -29,7 +35,7 @@ def ready() -> None:
     kernels()
 
 
-def _pitch(sizes):
+def _pitch(sizes: Sequence[int]) -> list[int]:
     out, acc = [], 1
     for s in reversed(sizes):
         out.append(acc)
@@ -37,7 +43,7 @@ def _pitch(sizes):
     return out[::-1]
 
 
-def _channels_last(x) -> bool:
+def _channels_last(x: NDArray[Any]) -> bool:
     """Whether to run with the channels innermost: when C is the input's smallest memory
     stride (channels-last data), pooling is re-cast as (N, 1, S1..Sk, C) with a unit window
     over C, so the inner loops read contiguous channels instead of striding over them."""
@@ -47,35 +53,38 @@ def _channels_last(x) -> bool:
     return bool(spatial) and abs(x.strides[1]) < min(spatial)
 
 
-def _to_channels_last(a):
+def _to_channels_last(a: NDArray[Any]) -> NDArray[Any]:
     """(N, C, S...) -> the view (N, 1, S..., C)."""
     return np.moveaxis(a, 1, -1)[:, None]
 
 
-def _window_cl(window, strides, start, end, dilations):
+def _window_cl(window: Sequence[int], strides: Sequence[int], start: Sequence[int],
+               end: Sequence[int], dilations: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     return (tuple(window) + (1,), tuple(strides) + (1,), tuple(start) + (0,),
             tuple(end) + (0,), tuple(dilations) + (1,))
 
 
-def _readable(a):
+def _readable(a: NDArray[Any]) -> NDArray[Any]:
     """``a`` itself when the kernels can read it in place (elements aligned to their size),
     else an aligned copy."""
     return a if a is None or a.flags.aligned else np.array(a)
 
 
-def _writable(a):
+def _writable(a: NDArray[Any]) -> NDArray[Any]:
     """``a`` itself when the kernels can write it in place (elements aligned to their size),
     else an aligned stand-in that ``_copy_back`` copies into ``a``. (Two plain functions,
     not a context manager: a small call's time is mostly such per-call overhead.)"""
     return a if a is None or a.flags.aligned else np.empty_like(a)
 
 
-def _copy_back(given, used):
+def _copy_back(given: NDArray[Any], used: NDArray[Any]) -> None:
     if used is not given:
         given[...] = used
 
 
-def _max_layout(x, window, strides, start, dilations, *outputs):
+def _max_layout(x: NDArray[Any], window: Sequence[int], strides: Sequence[int],
+                start: Sequence[int], dilations: Sequence[int], *outputs: NDArray[Any]
+                ) -> tuple[Any, ...]:
     """The pitch, window and views max pooling and its gradient's argmax run with:
     channels-last inputs with the channels innermost (the pitch keeps flat indices in the
     caller's order)."""
@@ -89,7 +98,9 @@ def _max_layout(x, window, strides, start, dilations, *outputs):
     return (pitch, x, window, strides, start, dilations) + outputs
 
 
-def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], window: Sequence[int],
+                strides: Sequence[int], start: Sequence[int], dilations: Sequence[int],
+                empty_index: int|None) -> None:
     # (empty_index, all ones at its width, is what ALL_ONES writes at any width)
     pitch, x, window, strides, start, dilations, y, indices = _max_layout(
         x, window, strides, start, dilations, y, indices)
@@ -100,7 +111,9 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
     _copy_back(indices, i_out)
 
 
-def average_pooling(x, y, window, strides, start, end, dilations, include_padding):
+def average_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
+                    start: Sequence[int], end: Sequence[int], dilations: Sequence[int],
+                    include_padding: bool) -> None:
     if _channels_last(x):
         window, strides, start, end, dilations = _window_cl(window, strides, start, end,
                                                             dilations)
@@ -111,15 +124,18 @@ def average_pooling(x, y, window, strides, start, end, dilations, include_paddin
     _copy_back(y, out)
 
 
-def _per_channel(a, dtype):
+def _per_channel(a: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
     """A per-tensor or per-channel parameter (broadcastable to (1, C, 1, ...)) as a packed
     array of 1 or C values."""
     a = np.asarray(a)
     return np.ascontiguousarray(a.reshape(-1) if a.size > 1 else a.reshape(1), dtype=dtype)
 
 
-def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, strides, start,
-                              end, dilations, include_padding):
+def quantized_average_pooling(x: NDArray[Any], scale_in: NDArray[Any], zp_in: NDArray[Any],
+                              scale_out: NDArray[Any], zp_out: NDArray[Any], y: NDArray[Any],
+                              window: Sequence[int], strides: Sequence[int], start: Sequence[int],
+                              end: Sequence[int], dilations: Sequence[int], include_padding: bool
+                              ) -> None:
     params = [_per_channel(zp_in, np.int64), _per_channel(scale_in, np.float32),
               _per_channel(zp_out, np.int64), _per_channel(scale_out, np.float32)]
     count = max(p.size for p in params)
@@ -138,7 +154,8 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
     _copy_back(y, out)
 
 
-def lp_pooling(x, y, window, strides, start, dilations, p):
+def lp_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
+               start: Sequence[int], dilations: Sequence[int], p: int) -> None:
     out = _writable(y)
     kernels().lp_pool(_readable(x), out, window, strides, start, dilations, int(p),
                       get_num_threads())
@@ -150,7 +167,9 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
 ARGMAX32_MOST = 2**32 - 1
 
 
-def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
+def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
+                     strides: Sequence[int], start: Sequence[int], dilations: Sequence[int]
+                     ) -> None:
     # the argmax of every window (flat indices, as max pooling gives them), then the scatter;
     # 4-byte indices where every flat index and the empty marker (all ones) fit
     arg = np.empty(dy.shape, np.uint32 if x.size < ARGMAX32_MOST else np.uint64)
@@ -164,20 +183,23 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     _copy_back(dx, out)
 
 
-def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include_padding):
+def average_pooling_grad(dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
+                         strides: Sequence[int], start: Sequence[int], end: Sequence[int],
+                         dilations: Sequence[int], include_padding: bool) -> None:
     out = _writable(dx)
     kernels().average_pool_grad(_readable(dy), out, window, strides, start, end, dilations,
                                 bool(include_padding), get_num_threads())
     _copy_back(dx, out)
 
 
-def _bits(a):
+def _bits(a: NDArray[Any]) -> NDArray[Any]:
     """The same memory as unsigned integers of its width: unpooling only moves values, and
     indices are never negative (INT64's "no element" -1 reads as 2^64 - 1)."""
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
-def max_unpooling(x, indices, y, empty_index):
+def max_unpooling(x: NDArray[Any], indices: NDArray[Any], y: NDArray[Any], empty_index: int|None
+                  ) -> None:
     skip = empty_index is not None
     empty = int(np.array(empty_index if skip else 0).astype(indices.dtype).view(
         f"u{indices.dtype.itemsize}"))
@@ -187,14 +209,14 @@ def max_unpooling(x, indices, y, empty_index):
     _copy_back(y, out)
 
 
-def roi_pooling(x, regions, y):
+def roi_pooling(x: NDArray[Any], regions: NDArray[Any], y: NDArray[Any]) -> None:
     out = _writable(y)
     kernels().roi_pool(_readable(x), np.ascontiguousarray(regions, np.int64), out,
                        get_num_threads())
     _copy_back(y, out)
 
 
-def padding(x, y, start, mode, value):
+def padding(x: NDArray[Any], y: NDArray[Any], start: Sequence[int], mode: int, value: Any) -> None:
     bits = int(np.asarray(value, y.dtype).reshape(()).view(f"u{y.dtype.itemsize}"))
     out = _writable(y)
     kernels().padding(_readable(x), out, list(start), int(mode), bits, get_num_threads(),

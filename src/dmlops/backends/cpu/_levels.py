@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import importlib
 import os
+from typing import TYPE_CHECKING, cast
 
 from ...errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 ORDER = ("baseline", "avx2", "avx512")
 NEEDS = {
@@ -23,11 +27,11 @@ NEEDS = {
     "avx512": ("avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "popcnt", "avx512f", "avx512bw",
                "avx512vl", "avx512dq", "avx512cd"),
 }
-_modules: dict = {}
-_current = None
+_modules: dict[str, ModuleType | None] = {}
+_current: ModuleType | None = None
 
 
-def _module(level: str):
+def _module(level: str) -> ModuleType | None:
     if level not in _modules:
         try:
             _modules[level] = importlib.import_module(f"dmlops._kernels_{level}")
@@ -36,7 +40,7 @@ def _module(level: str):
     return _modules[level]
 
 
-def baseline():
+def baseline() -> ModuleType:
     """The baseline module (every build has it; it answers which features the CPU has)."""
     module = _module("baseline")
     if module is None:
@@ -45,14 +49,14 @@ def baseline():
     return module
 
 
-def supported() -> tuple:
+def supported() -> tuple[str, ...]:
     """The levels this CPU and this build both have, lowest first."""
     features = set(baseline().cpu_features())
     return tuple(level for level in ORDER
                  if all(f in features for f in NEEDS[level]) and _module(level) is not None)
 
 
-def _check(level, origin: str) -> str:
+def _check(level: object, origin: str) -> str:
     if not isinstance(level, str) or level.lower() not in ORDER:
         raise UnsupportedError(f"{origin} = {level!r} is not a CPU level; known: "
                                f"{', '.join(ORDER)}")
@@ -73,16 +77,17 @@ def set_level(level: str | None) -> None:
     _current = None if level is None else _module(_check(level, "set_level(level)"))
 
 
-def kernels():
+def kernels() -> ModuleType:
     """The compiled module of the level in use."""
     global _current
     if _current is None:
         env = os.environ.get("DMLOPS_CPU_LEVEL")
         level = _check(env, "DMLOPS_CPU_LEVEL") if env else supported()[-1]
         _current = _module(level)
-    return _current
+    return cast("ModuleType", _current)      # (_check admits built levels alone)
 
 
 def level() -> str:
     """The name of the level in use."""
-    return kernels().LEVEL
+    name: str = kernels().LEVEL
+    return name

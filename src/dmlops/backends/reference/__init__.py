@@ -5,6 +5,8 @@ strides, written completely) and integers. Work is vectorised over output positi
 loops only over window offsets, each offset a pair of basic slices (see ``window.py``).
 """
 
+from __future__ import annotations
+
 from .pooling import (average_pooling, average_pooling_grad, lp_pooling,  # noqa: F401
                       max_pooling, max_pooling_grad, max_unpooling, quantized_average_pooling,
                       roi_pooling)

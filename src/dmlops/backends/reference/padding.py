@@ -3,12 +3,19 @@ re-read of already padded output."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 CONSTANT, EDGE, REFLECTION, SYMMETRIC, WRAP = range(5)
 
 
-def index_map(mode, n, start, out_size):
+def index_map(mode: int, n: int, start: int, out_size: int
+              ) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
     """Input coordinate of every output coordinate of one dimension; for CONSTANT the
     out-of-range coordinates are clamped and reported by the returned mask."""
     x = np.arange(out_size, dtype=np.int64) - start
@@ -28,7 +35,8 @@ def index_map(mode, n, start, out_size):
     return np.mod(x, n), inside
 
 
-def padding(x, y, start, mode, value):
+def padding(x: NDArray[Any], y: NDArray[Any], start: Sequence[int], mode: int, value: Any
+            ) -> None:
     """Pad ``x`` into ``y``; ``value`` is a 0-d array of ``y``'s type (CONSTANT only)."""
     result = x
     outside = np.zeros((1,) * x.ndim, dtype=bool)

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .window import counts, offset_slices, real_offsets
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
-def _accumulator(dtype):
+
+def _accumulator(dtype: np.dtype[Any]) -> type[np.floating[Any]]:
     return np.float64 if dtype == np.float64 else np.float32
 
 
-def _canonical(a):
+def _canonical(a: NDArray[Any]) -> NDArray[Any]:
     """``a`` with every NaN the canonical quiet NaN (SPEC 5: a summing operator's NaN does not
     carry the payload of whichever NaN or infinities made it)."""
     a[np.isnan(a)] = np.nan
     return a
 
 
-def _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype):
+def _window_sums(x: NDArray[Any], out_spatial: Sequence[int], window: Sequence[int],
+                 strides: Sequence[int], start: Sequence[int], dilations: Sequence[int],
+                 acc_dtype: type[np.floating[Any]]) -> NDArray[Any]:
     """Σ of the real elements of every window, in row-major window-offset order."""
     acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=acc_dtype)
     with np.errstate(invalid="ignore", over="ignore"):     # inf - inf is NaN, as it should be
@@ -29,7 +37,9 @@ def _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype):
     return acc
 
 
-def average_pooling(x, y, window, strides, start, end, dilations, include_padding):
+def average_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
+                    start: Sequence[int], end: Sequence[int], dilations: Sequence[int],
+                    include_padding: bool) -> None:
     """y = Σ real elements / divisor; a zero divisor gives +0.0 (SPEC 3.1)."""
     acc_dtype = _accumulator(y.dtype)
     out_spatial = y.shape[2:]
@@ -41,7 +51,9 @@ def average_pooling(x, y, window, strides, start, end, dilations, include_paddin
     y[...] = _canonical(result).astype(y.dtype)
 
 
-def argmax(x, out_spatial, window, strides, start, dilations):
+def argmax(x: NDArray[Any], out_spatial: Sequence[int], window: Sequence[int],
+           strides: Sequence[int], start: Sequence[int], dilations: Sequence[int]
+           ) -> tuple[Any, ...]:
     """(values, winning offset number, has-a-real-element, the offsets numbered) of every
     window.
 
@@ -70,7 +82,9 @@ def argmax(x, out_spatial, window, strides, start, dilations):
     return best, arg, has, visited
 
 
-def flat_indices(in_sizes, arg, visited, window, strides, start, dilations):
+def flat_indices(in_sizes: Sequence[int], arg: NDArray[Any], visited: NDArray[Any],
+                 window: Sequence[int], strides: Sequence[int], start: Sequence[int],
+                 dilations: Sequence[int]) -> NDArray[Any]:
     """Flat row-major index over the logical input sizes of each window's winning element
     (``arg``: its number among the offsets ``visited``)."""
     n, c = arg.shape[:2]
@@ -87,7 +101,9 @@ def flat_indices(in_sizes, arg, visited, window, strides, start, dilations):
     return flat
 
 
-def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
+def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], window: Sequence[int],
+                strides: Sequence[int], start: Sequence[int], dilations: Sequence[int],
+                empty_index: int|None) -> None:
     """Max of the real elements with its flat index (SPEC 3.4). A window without real elements
     gives -inf (floats) or the type's minimum, and ``empty_index``."""
     best, arg, has, visited = argmax(x, y.shape[2:], window, strides, start, dilations)
@@ -104,7 +120,9 @@ def max_pooling(x, y, indices, window, strides, start, dilations, empty_index):
         indices[...] = flat
 
 
-def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
+def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
+                     strides: Sequence[int], start: Sequence[int], dilations: Sequence[int]
+                     ) -> None:
     """Scatter each window's gradient to its argmax (SPEC 3.5).
 
     For one input element, the windows that can choose it are visited here in descending
@@ -129,8 +147,11 @@ def max_pooling_grad(x, dy, dx, window, strides, start, dilations):
     dx[...] = _canonical(acc).astype(dx.dtype)
 
 
-def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, strides, start,
-                              end, dilations, include_padding):
+def quantized_average_pooling(x: NDArray[Any], scale_in: NDArray[Any], zp_in: NDArray[Any],
+                              scale_out: NDArray[Any], zp_out: NDArray[Any], y: NDArray[Any],
+                              window: Sequence[int], strides: Sequence[int], start: Sequence[int],
+                              end: Sequence[int], dilations: Sequence[int], include_padding: bool
+                              ) -> None:
     """Dequantize, average, quantize, with SPEC 3.3's exact arithmetic.
 
     ``scale_*`` are float32 and ``zp_*`` int64 arrays broadcastable to ``(N, C, 1, ...)``.
@@ -155,7 +176,9 @@ def quantized_average_pooling(x, scale_in, zp_in, scale_out, zp_out, y, window, 
     y[...] = q.astype(y.dtype)
 
 
-def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include_padding):
+def average_pooling_grad(dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
+                         strides: Sequence[int], start: Sequence[int], end: Sequence[int],
+                         dilations: Sequence[int], include_padding: bool) -> None:
     """Each incoming value divided by its window's divisor is added to every real element of
     the window (SPEC 3.2). As in :func:`max_pooling_grad`, offsets are visited in descending
     order, so every element adds its contributions, from +0.0, in ascending forward-output
@@ -176,7 +199,8 @@ def average_pooling_grad(dy, dx, window, strides, start, end, dilations, include
     dx[...] = _canonical(acc).astype(dx.dtype)
 
 
-def lp_pooling(x, y, window, strides, start, dilations, p):
+def lp_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
+               start: Sequence[int], dilations: Sequence[int], p: int) -> None:
     """``(Σ |x|^p)^(1/p)`` over the real elements (SPEC 3.6), in float64 and scaled by the
     window's largest ``|x|`` so that nothing underflows or overflows on the way."""
     out_spatial = y.shape[2:]
@@ -200,7 +224,8 @@ def lp_pooling(x, y, window, strides, start, dilations, p):
     y[...] = _canonical(result).astype(y.dtype)
 
 
-def max_unpooling(x, indices, y, empty_index):
+def max_unpooling(x: NDArray[Any], indices: NDArray[Any], y: NDArray[Any], empty_index: int|None
+                  ) -> None:
     """``y`` = 0, then ``y.flat[indices[i]] = x[i]`` for every index other than
     ``empty_index``; of two elements naming one position the later (in flat input order)
     wins (SPEC 3.7). The indices are already checked to be in range."""
@@ -216,7 +241,7 @@ def max_unpooling(x, indices, y, empty_index):
     y[...] = flat.reshape(y.shape)
 
 
-def roi_pooling(x, regions, y):
+def roi_pooling(x: NDArray[Any], regions: NDArray[Any], y: NDArray[Any]) -> None:
     """Max over each bin of each region (SPEC 3.8). ``regions`` is an int64 array
     ``(R, 5)``: batch and the scaled, rounded corners ``x1, y1, x2, y2`` (already checked)."""
     c, h, w = x.shape[1:]

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
-def real_offsets(in_spatial, out_spatial, window, strides, start, dilations) -> list:
+
+def real_offsets(in_spatial: Sequence[int], out_spatial: Sequence[int], window: Sequence[int],
+                 strides: Sequence[int], start: Sequence[int], dilations: Sequence[int]
+                 ) -> list[tuple[int, ...]]:
     """The window offsets that read a real element for at least one output, in row-major
     order (for a fixed output position also ascending flat input index, which is what makes
     "first wins" the lowest-index tie rule). The others add nothing and are skipped: so the
@@ -20,7 +27,8 @@ def real_offsets(in_spatial, out_spatial, window, strides, start, dilations) -> 
     return list(itertools.product(*per_dim))
 
 
-def _dim_offsets(size, out_size, window, stride, start, dilation) -> list:
+def _dim_offsets(size: int, out_size: int, window: int, stride: int, start: int, dilation: int
+                 ) -> list[int]:
     """Offsets j of one dimension for which some output o has a real element
     ``0 <= o*stride + j*dilation - start < size``: the union over o of a run of j, at most
     ``out_size * ceil(size / dilation)`` of them."""
@@ -32,7 +40,8 @@ def _dim_offsets(size, out_size, window, stride, start, dilation) -> list:
         if lo < hi:
             runs.append((lo, hi))
     runs.sort()
-    out, end = [], 0
+    out: list[int] = []
+    end = 0
     for lo, hi in runs:
         lo = max(lo, end)
         if lo < hi:
@@ -41,7 +50,8 @@ def _dim_offsets(size, out_size, window, stride, start, dilation) -> list:
     return out
 
 
-def dim_slices(j, size, out_size, stride, start, dilation):
+def dim_slices(j: int, size: int, out_size: int, stride: int, start: int, dilation: int
+               ) -> tuple[slice, slice] | None:
     """Output positions ``o`` whose element ``x = o*stride + j*dilation - start`` is real
     (``0 <= x < size``), as (output slice, input slice), or None when there are none."""
     shift = j * dilation - start
@@ -53,7 +63,9 @@ def dim_slices(j, size, out_size, stride, start, dilation):
     return slice(lo, hi), slice(x0, x0 + (hi - lo - 1) * stride + 1, stride)
 
 
-def offset_slices(j, in_spatial, out_spatial, strides, start, dilations):
+def offset_slices(j: Sequence[int], in_spatial: Sequence[int], out_spatial: Sequence[int],
+                  strides: Sequence[int], start: Sequence[int], dilations: Sequence[int]
+                  ) -> tuple[tuple[slice, ...], tuple[slice, ...]] | None:
     """(output index, input index) tuples over all dimensions for offset ``j``, or None."""
     outs, ins = [slice(None), slice(None)], [slice(None), slice(None)]
     for i, jj in enumerate(j):
@@ -65,7 +77,9 @@ def offset_slices(j, in_spatial, out_spatial, strides, start, dilations):
     return tuple(outs), tuple(ins)
 
 
-def counts(in_spatial, out_spatial, window, strides, start, end, dilations, include_padding):
+def counts(in_spatial: Sequence[int], out_spatial: Sequence[int], window: Sequence[int],
+           strides: Sequence[int], start: Sequence[int], end: Sequence[int],
+           dilations: Sequence[int], include_padding: bool) -> NDArray[Any]:
     """The divisor of every output position, shape ``(1, 1, O1, ..., Ok)``: the number of real
     positions, or with ``include_padding`` of real and padding (never phantom) positions.
     Counted per dimension from the window's bounds (never one entry per window position), as
