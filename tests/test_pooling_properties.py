@@ -284,6 +284,19 @@ def test_max_pooling_grad_desc_matches_oracle(g, dtype, data):
         x, dy, g["window"], **oracle_kwargs(g)))
 
 
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_pooling_grad_of_opposite_infinities_is_the_canonical_nan(backend, dtype):
+    # SPEC 5: +inf and -inf into one element give the canonical quiet NaN (x86 makes its
+    # negative "default NaN"); the oracle's is canonical too
+    x = np.array([0, 10, 0], dtype).reshape(1, 1, 3)
+    dy = np.array([np.inf, -np.inf, 1], dtype).reshape(1, 1, 3)
+    got = dml.max_pooling_grad(x, dy, 3, start_padding=1, end_padding=1, backend=backend)
+    want = O.max_pooling_grad(x, dy, (3,), start=(1,), end=(1,))
+    assert O.is_canonical_nan(want[0, 0, 1])
+    assert_bits(got, want)
+
+
 def test_max_pooling_grad_order_and_precision_by_hand():
     # SPEC 3.5: start at +0.0, add in ascending flat index of the forward output, in float32.
     # x = [0, 10, 0], window 3, padding 1+1: all three windows pick x[1].
