@@ -220,7 +220,8 @@ def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: di
     return call.plan
 
 
-def _chosen_outputs(outputs: object, sizes: Coord, names: Names) -> list[Coord]:
+def _chosen_outputs(outputs: Sequence[Sequence[int] | int] | None, sizes: Coord,
+                    names: Names) -> list[Coord]:
     """The outputs whose windows are drawn: by default the first, one in the middle and the
     last; negative indices count from the end."""
     if outputs is None:
@@ -231,7 +232,7 @@ def _chosen_outputs(outputs: object, sizes: Coord, names: Names) -> list[Coord]:
             raise names.invalid(f"outputs = {outputs!r} must be a list of output indices, "
                                 f"such as [(0, 0), (-1, -1)]")
         picks = []
-        for i, o in enumerate(outputs):   # type: ignore[attr-defined]
+        for i, o in enumerate(outputs):
             index = as_int_tuple(o, names, f"outputs[{i}]")
             if len(index) != len(sizes):
                 raise names.invalid(f"outputs[{i}] = {o!r} has {len(index)} indices; the "
@@ -257,7 +258,7 @@ def _drawn_values(values: object, full: Coord, drawn: Coord, names: Names) -> np
     if arr.shape == drawn:
         return arr
     if arr.shape == full:
-        return arr[(0,) * (len(full) - len(drawn))]
+        return np.asarray(arr[(0,) * (len(full) - len(drawn))])
     raise names.invalid(f"values has shape {arr.shape}; expected the drawn input's {drawn} or "
                         f"the whole input's {full}")
 
@@ -296,7 +297,8 @@ def _dims_text(values: Sequence[int]) -> str:
 
 
 def pooling_geometry(plan: Any, title: str, label: Callable[[str], str],
-                     outputs: object = None, values: object = None) -> Geometry:
+                     outputs: Sequence[Sequence[int] | int] | None = None,
+                     values: object = None) -> Geometry:
     """The geometry of a pooling plan (:class:`dmlops.pooling.PoolPlan`)."""
     names = Names(title)
     g = plan.geometry
@@ -420,9 +422,10 @@ def padding_geometry(plan: PadPlan, title: str, label: Callable[[str], str],
                     values=_drawn_values(values, tuple(plan.in_sizes), sizes, names))
 
 
-def _geometry(op: object, input_sizes: object, args: tuple[Any, ...],
-              outputs: object, values: object, ceil_mode: bool,
-              keywords: dict[str, Any]) -> Geometry:
+def geometry(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
+             outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
+             ceil_mode: bool = False, **keywords: Any) -> Geometry:
+    """The :class:`Geometry` that :func:`explain` draws, for the same arguments."""
     names = Names("explain")
     name = _op_name(op, names)
     # (the geometry does not depend on the data type; values are only written into cells)
@@ -435,7 +438,7 @@ def _geometry(op: object, input_sizes: object, args: tuple[Any, ...],
     return pooling_geometry(plan, name, _fields(_FUNCTION_LABELS), outputs, values)
 
 
-def explain(op: str | Callable[..., Any], input_sizes: Sequence[int], *args: Any,
+def explain(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
             outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
             ceil_mode: bool = False, **keywords: Any) -> Figure:
     """A Matplotlib figure of a pooling's or a padding's geometry.
@@ -468,11 +471,11 @@ def explain(op: str | Callable[..., Any], input_sizes: Sequence[int], *args: Any
     >>> [t.get_text() for t in fig.findobj() if str(t.get_gid()).startswith("divisor")]
     ['÷2', '÷2', '÷1']
     """
-    geometry = _geometry(op, input_sizes, args, outputs, values, ceil_mode, keywords)
-    return draw([geometry])
+    return draw([geometry(op, input_sizes, *args, outputs=outputs, values=values,
+                          ceil_mode=ceil_mode, **keywords)])
 
 
-def explain_text(op: str | Callable[..., Any], input_sizes: Sequence[int], *args: Any,
+def explain_text(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
                  outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
                  ceil_mode: bool = False, **keywords: Any) -> str:
     """:func:`explain`'s picture as characters (no Matplotlib needed): ``.`` input, ``p``
@@ -488,8 +491,8 @@ def explain_text(op: str | Callable[..., Any], input_sizes: Sequence[int], *args
        -4 -3 -2 -1 |  0  1  2 |  3  4  5  6
         0  1  2  1 |  0  1  2 |  1  0  1  2
     """
-    return render_text([_geometry(op, input_sizes, args, outputs, values, ceil_mode,
-                                  keywords)])
+    return render_text([geometry(op, input_sizes, *args, outputs=outputs, values=values,
+                                 ceil_mode=ceil_mode, **keywords)])
 
 
 def _number(v: Any) -> str:
@@ -563,9 +566,10 @@ def render_text(geometries: Sequence[Geometry]) -> str:
             lines += _grid(g, lambda x: "c" if sources[x] is None
                            else ",".join(map(str, sources[x] or ())))
             if values is not None:
+                plane: np.ndarray = values
                 lines.append("  value:")
                 lines += _grid(g, lambda x: _number(g.value if sources[x] is None
-                                                    else values[sources[x]]))
+                                                    else plane[sources[x]]))
         else:
             letters = {w.output: _LETTERS[i % 26] for i, w in enumerate(g.windows)}
             cover: dict[Coord, str] = {}
@@ -611,8 +615,9 @@ _WINDOW_COLOURS = ("#e6550d", "#31a354", "#756bb1", "#d6616b", "#3182bd", "#8c6d
 CELL_INCHES = 0.42
 
 
-def _matplotlib(title: str) -> Any:
+def _matplotlib(title: str) -> type[Figure]:
     try:
+        import matplotlib               # (first: the package itself, not a submodule kept)
         from matplotlib.figure import Figure
     except ImportError:
         raise Names(title).unsupported(
