@@ -165,12 +165,14 @@ def test_quantized_average_pooling_has_divisors():
 
 
 def test_three_spatial_dimensions_draw_the_last_two():
-    # the first spatial dimension is taken at output 0: its window (2 of 3 rows real with a
-    # start padding of 1) multiplies every divisor
-    g = geometry("average_pooling", (1, 1, 3, 4, 4), 2, start_padding=(1, 0, 0))
-    assert set(len(c) for c in g.kinds) == {2}
-    assert g.sizes == (4, 4)
-    assert g.divisors[(0, 0)] == 4 * 1
+    # the first spatial dimension is taken at output 0: its window (input 0 and one start
+    # padding position) multiplies every divisor by 1 (real only) or 2 (with padding)
+    for include, factor in ((False, 1), (True, 2)):
+        g = geometry("average_pooling", (1, 1, 3, 4, 4), 2, start_padding=(1, 0, 0),
+                     include_padding=include)
+        assert set(len(c) for c in g.kinds) == {2}
+        assert g.sizes == (4, 4) and g.output_sizes == (3, 3)
+        assert g.divisors[(0, 0)] == 4 * factor
     assert any("last two of 3 spatial dimensions" in n for n in g.notes)
 
 
@@ -310,9 +312,10 @@ def test_text_diagram_of_ceil_mode():
     assert lines[0] == ("average_pooling: window_size [2], strides [2], start_padding [0], "
                         "end_padding [0], include_padding true")
     assert "F + 1 in dimension 2: ceil mode" in lines[1]
-    assert "C = output (2), divisor 1, 1 phantom" in lines[2]
-    assert lines[3].split() == ["|", "0", "1", "2", "3", "4", "|", "5"]
-    assert lines[4].split() == ["|", ".A", ".A", ".B", ".B", ".C", "|", "xC"]
+    assert lines[3:6] == ["    A output (0), divisor 2", "    B output (1), divisor 2",
+                          "    C output (2), divisor 1, 1 phantom"]
+    assert lines[6].split() == ["|", "0", "1", "2", "3", "4", "|", "5"]
+    assert lines[7].split() == ["|", ".A", ".A", ".B", ".B", ".C", "|", "xC"]
     assert lines[-1].split() == ["2", "2", "1"]
 
 
@@ -466,3 +469,17 @@ def test_cli_model_too_large_to_draw(capsys, tmp_path):
     assert rc == 2
     assert err.startswith("dmlops explain: error: dispatchables.avg_2x2: this input with its "
                           "padding would draw 3 x 100 cells")
+
+
+def test_readme_pictures_and_diagram_are_the_commands(capsys):
+    readme = (ROOT / "README.md").read_text()
+    for name in ("explain_ceil_mode", "explain_padding_modes"):
+        picture = ROOT / "docs" / f"{name}.png"
+        assert f"dmlops explain examples/{name}.json -o docs/{name}.png" in readme
+        assert f"](docs/{name}.png)" in readme
+        assert picture.read_bytes()[:4] == b"\x89PNG" and picture.stat().st_size < 150_000
+    command = "dmlops explain examples/explain_padding_modes.json --dispatch symmetric --text"
+    block = readme.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    rc, out, _ = run_cli(capsys, *command.split()[1:2],
+                         str(ROOT / command.split()[2]), *command.split()[3:])
+    assert rc == 0 and out == block

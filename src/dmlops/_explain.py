@@ -576,9 +576,9 @@ def render_text(geometries: Sequence[Geometry]) -> str:
             for w in g.windows:
                 for c in w.cells:
                     cover[c] = cover.get(c, "") + letters[w.output]
-            legend = ", ".join(f"{letters[w.output]} = {_window_label(w, g, g.kinds)}"
-                               for w in g.windows)
-            lines.append(f"  cells: . input, p padding, x phantom; windows: {legend}")
+            lines.append("  cells: . input, p padding, x phantom; letters: the windows of")
+            lines += [f"    {letters[w.output]} {_window_label(w, g, g.kinds)}"
+                      for w in g.windows]
             values = g.values
 
             def cell(x: Coord) -> str:
