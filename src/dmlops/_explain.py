@@ -208,7 +208,7 @@ def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: di
         if values["output_sizes"] is not None:
             raise names.invalid("give ceil_mode or output_sizes, not both")
     values["out"] = None
-    values["pair"] = bool(values.get("output_indices", False))
+    values["pair"] = bool(values.get("output_indices", False))    # (max_pooling's planner)
     params = list(inspect.signature(planner).parameters)
     call = planner(*(values[p] for p in params))
     if ceil_mode:
