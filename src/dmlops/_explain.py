@@ -617,7 +617,7 @@ CELL_INCHES = 0.42
 
 def _matplotlib(title: str) -> type[Figure]:
     try:
-        import matplotlib               # (first: the package itself, not a submodule kept)
+        import matplotlib  # noqa: F401  (first the package: a submodule may be kept loaded)
         from matplotlib.figure import Figure
     except ImportError:
         raise Names(title).unsupported(
