@@ -131,6 +131,18 @@ EXPECTED = {
                            "unpooled": [0, 9, 0, 0, 0, 0, 8, 0, 7, 0, 0, 0, 0, 0, 0, 9]},
     # 0..15 (4x4): the whole input in 2x2 bins, then the 2x2 region at (1, 1) in 1x1 bins
     "roi_pooling.json": {"output": [5, 7, 13, 15, 5, 6, 9, 10]},
+    # the README's pictures (dmlops explain). 1..16 (4x4), 3x3 window, stride 2, padding
+    # 1 + 1, output 3 x 3 (F + 1): the last window is input 16, padding and phantom cells
+    # (divisor 1 without padding, 4 with: 16 / 4); the first [1, 2, 5, 6] / 4 or / 9
+    "explain_ceil_mode.json": {"avg_exclude": [3.5, 5, 6, 9.5, 11, 12, 13.5, 15, 16],
+                               "avg_include": [1.5555556, 3.3333333, 2, 6.3333335, 11, 6, 4.5,
+                                               7.5, 4]},
+    # [1, 2, 3] padded 5 + 5, wider than the input, mode by mode
+    "explain_padding_modes.json": {"reflection": [2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2],
+                                   "constant": [0] * 5 + [1, 2, 3] + [0] * 5,
+                                   "edge": [1] * 6 + [2] + [3] * 6,
+                                   "symmetric": [2, 3, 3, 2, 1, 1, 2, 3, 3, 2, 1, 1, 2],
+                                   "wrap": [2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2]},
 }
 
 

@@ -5,7 +5,8 @@ Two layers share one validation:
 - functions (NumPy in, NumPy out): :func:`average_pooling`, :func:`max_pooling`,
   :func:`max_pooling_grad`, :func:`average_pooling_grad`, :func:`quantized_linear_average_pooling`,
   :func:`lp_pooling`, :func:`max_unpooling`, :func:`roi_pooling`, :func:`padding`, and the
-  helpers :func:`pooling_output_sizes` and :func:`onnx_pads`;
+  helpers :func:`pooling_output_sizes` and :func:`onnx_pads`, and pictures of their
+  geometry, :func:`explain` (Matplotlib) and :func:`explain_text`;
 - DirectML's descriptions: ``*Desc`` classes, :func:`compile_operator`, ``execute``.
 """
 
@@ -19,6 +20,7 @@ from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc,
                     QuantizedLinearAveragePoolingDesc, RoiPoolingDesc, compile_operator)
 from .dtypes import DataType, FeatureLevel, PaddingMode
 from .errors import DmlError, InvalidArgumentError, UnsupportedError
+from ._explain import explain, explain_text
 from .functional import (average_pooling, average_pooling_grad, lp_pooling, max_pooling,
                          max_pooling_grad, max_unpooling, padding,
                          quantized_linear_average_pooling, roi_pooling)
@@ -31,7 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
     "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
-    "padding", "pooling_output_sizes", "onnx_pads",
+    "padding", "pooling_output_sizes", "onnx_pads", "explain", "explain_text",
     "TensorDesc", "AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc",
     "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
     "MaxPoolingGradDesc", "LpPoolingDesc", "LpPooling1Desc", "MaxUnpoolingDesc",

@@ -1,4 +1,5 @@
-"""The ``dmlops`` command: ``dmlops run MODEL.json``, ``dmlops info``, ``dmlops --version``.
+"""The ``dmlops`` command: ``dmlops run MODEL.json``, ``dmlops explain MODEL.json``,
+``dmlops info``, ``dmlops --version``.
 
 Exit codes: 0 success; 2 a caller error (bad arguments, a model that fails validation or a
 command that fails), reported as one short message naming the JSON location, never a
@@ -57,6 +58,22 @@ def _parser() -> argparse.ArgumentParser:
                      help="no progress bar (one goes to stderr on a terminal, for zarr "
                           "models)")
 
+    explain = sub.add_parser(
+        "explain", help="draw the geometry of a DxDispatch model's pooling and padding",
+        description="Draw each pooling or padding dispatchable of a DxDispatch model (its "
+                    "fields and sizes as the model gives them): input, padding and phantom "
+                    "cells, the windows of the first, a middle and the last output with "
+                    "their divisors, the input element each padded cell copies. -o needs "
+                    "Matplotlib (pip install \"dmlops[plot]\"); --text does not.")
+    explain.add_argument("model", metavar="MODEL.json", help="the model file")
+    explain.add_argument("--dispatch", metavar="NAME", default=None,
+                         help="draw this dispatchable only; default: every one that is a "
+                              "pooling or a padding, a panel each")
+    explain.add_argument("-o", "--output", metavar="PICTURE.png", default=None,
+                         help="write the picture here (.png, .svg, .pdf)")
+    explain.add_argument("--text", action="store_true",
+                         help="print the same as a character diagram")
+
     sub.add_parser("info", help="show backends, feature levels, data types and operators",
                    description="Show the available backends, the feature levels, the data "
                                "types and the operators.")
@@ -91,6 +108,30 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.flush()
         write_text(err, f"dmlops run: error: {args.model}: {type(e).__name__}: {e}\n")
         return 2
+    return 0
+
+
+def _explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ._explain import model_geometries, render_text, save
+    from .dxdispatch import ModelError, load_model, write_text
+    from .errors import DmlError
+    if args.output is None and not args.text:
+        write_text(err, "dmlops explain: error: give -o PICTURE.png, --text or both\n")
+        return 2
+    try:
+        geometries, skipped = model_geometries(load_model(args.model), args.dispatch)
+        if args.output is not None:
+            save(geometries, args.output)
+    except (ModelError, DmlError) as e:
+        write_text(err, f"dmlops explain: error: {e}\n")
+        return 2
+    except OSError as e:
+        write_text(err, f"dmlops explain: error: {args.output}: {type(e).__name__}: {e}\n")
+        return 2
+    for note in skipped:
+        write_text(err, f"dmlops explain: left out {note}\n")
+    if args.text:
+        write_text(out, render_text(geometries) + "\n")
     return 0
 
 
@@ -153,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args, out, err)
+        if args.command == "explain":
+            return _explain(args, out, err)
         return _info(out)
     except BrokenPipeError:         # e.g. `dmlops info | head -1`: stop quietly
         try:

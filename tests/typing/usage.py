@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Union
 
 import numpy as np
+from matplotlib.figure import Figure
 from numpy.typing import NDArray
 from typing_extensions import assert_type
 
@@ -54,6 +55,9 @@ def functions() -> None:
                 tuple[int, ...])
     assert_type(dml.onnx_pads((1, 1, 5, 5), 2, auto_pad="SAME_UPPER"),
                 tuple[tuple[int, ...], tuple[int, ...]])
+    assert_type(dml.explain_text("average_pooling", (1, 1, 5), 2, strides=2, ceil_mode=True),
+                str)
+    assert_type(dml.explain("padding", (3,), 5, 5, mode="symmetric"), Figure)
 
 
 def description_layer() -> None:

@@ -1,0 +1,806 @@
+"""Pictures of the geometry of pooling and padding: :func:`explain` and :func:`explain_text`.
+
+Two layers, as the rest of the library has them. The *geometry* (:class:`Geometry`) is plain
+data: the kind of every drawn cell (input, padding, phantom), the cells and divisor of chosen
+outputs' windows, the input element every padded cell copies. It is built from the plan the
+function itself would run (the ``_plan_*`` of :mod:`dmlops.functional`, or a model's compiled
+operator), and padding's copies come from running :func:`dmlops.padding` on the indices
+``0 .. n-1``, so a picture shows what the kernels do. Two renderers read it: a Matplotlib
+figure (Matplotlib imported only then: ``pip install "dmlops[plot]"``) and a character diagram.
+
+Coordinates are the SPEC's: relative to the input's first element, so start padding is
+negative. In 2-D a cell is phantom if either coordinate is, else padding if either is.
+Inputs with more than two spatial dimensions (padding: more than two dimensions) are drawn in
+their last two; pooling's other spatial dimensions are taken at output index 0 (their first
+window), and their counts are part of the divisors shown.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import functional as _fn
+from . import pooling as _pool
+from ._args import as_int_tuple, check_bounds, is_int
+from .dtypes import PaddingMode
+from .errors import DmlError, Names
+from .padding import PadPlan
+from .window import ceil_extra, floor_size
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
+
+__all__ = ["explain", "explain_text", "Geometry", "OutputWindow"]
+
+Coord = tuple[int, ...]
+
+INPUT, PADDING, PHANTOM = "input", "padding", "phantom"
+
+# The most cells drawn along one dimension: past it, a picture's labels stop being legible
+# (explain a smaller input with the same window: the geometry at the borders is the same).
+MOST_CELLS = 64
+
+# Public functions explain understands: the planner the function runs, the arrays it takes
+# (explain takes their sizes in their place) and the data type the stand-ins have.
+_FUNCTIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[str, ...], str]] = {
+    "average_pooling": (_fn.average_pooling, _fn._plan_average_pooling, ("x",), "float32"),
+    "max_pooling": (_fn.max_pooling, _fn._plan_max_pooling, ("x",), "float32"),
+    "lp_pooling": (_fn.lp_pooling, _fn._plan_lp_pooling, ("x",), "float32"),
+    "average_pooling_grad": (_fn.average_pooling_grad, _fn._plan_average_pooling_grad,
+                             ("dy",), "float32"),
+    "max_pooling_grad": (_fn.max_pooling_grad, _fn._plan_max_pooling_grad, ("x", "dy"),
+                         "float32"),
+    "quantized_linear_average_pooling": (_fn.quantized_linear_average_pooling,
+                                         _fn._plan_quantized, ("x",), "uint8"),
+    "padding": (_fn.padding, _fn._plan_padding, ("x",), "float32"),
+}
+_NOT_GEOMETRY = ("out", "backend", "chunks")
+# the functions' spelling of the fields whose name differs from the descriptions'
+_FUNCTION_LABELS = {"padding_mode": "mode", "padding_value": "value"}
+_AVERAGES = ("average", "average_grad", "quantized")
+
+
+@dataclass(frozen=True, eq=False)
+class OutputWindow:
+    """One output's window: the drawn cells it covers (dilation's holes left out, phantom
+    cells kept), its divisor (averages; None otherwise) and its count of real elements."""
+
+    output: Coord
+    cells: tuple[Coord, ...]
+    divisor: int | None
+    real: int
+
+
+@dataclass(frozen=True, eq=False)
+class Geometry:
+    """What one picture shows; see the module's docstring for the coordinates."""
+
+    title: str
+    summary: str
+    notes: tuple[str, ...]
+    kind: str                        # the plan's kind ("average", "max", ...) or "padding"
+    sizes: Coord                     # drawn input sizes
+    lo: Coord                        # drawn coordinates: lo <= x < hi per dimension
+    hi: Coord
+    kinds: dict[Coord, str]          # every drawn cell: INPUT, PADDING or PHANTOM
+    windows: tuple[OutputWindow, ...] = ()
+    output_sizes: Coord = ()         # pooling: drawn output sizes
+    floor_sizes: Coord = ()          # pooling: F per drawn dimension
+    divisors: dict[Coord, int] | None = None     # averages: every drawn output's divisor
+    sources: dict[Coord, Coord | None] | None = None     # padding: None is the constant
+    value: Any = None                # padding: constant mode's value
+    values: np.ndarray | None = None  # the drawn input plane's values, if given
+
+
+# --- from a call to the geometry ---------------------------------------------------------
+
+def _model_values(model: Any, name: str, plan: Any) -> np.ndarray | None:
+    """The initial values of the input a model's first dispatch of ``name`` binds, when the
+    model gives them (not an earlier dispatch's output, not a lazy zarr array)."""
+    from .dxdispatch import _Dispatch, _strided, _view
+    if isinstance(plan, _pool.PoolPlan) and plan.kind == "average_grad":
+        return None         # (its input is the gradient, not the drawn forward input)
+    written: set[str] = set()
+    for cmd in model.commands:
+        if not isinstance(cmd, _Dispatch):
+            continue
+        d = cmd.dispatchable
+        b = cmd.bindings.get("input_tensor")
+        if d.name == name and b is not None:
+            r = b.resource
+            if r.data is None or r.name in written:
+                return None
+            t = d.tensors["input_tensor"]
+            return np.array(_strided(_view(r.data, b, t), t))
+        written |= {b.resource.name for f, b in cmd.bindings.items() if f in d.outputs}
+    return None
+
+
+def model_geometries(model: Any, dispatch: str | None = None) -> tuple[list[Geometry],
+                                                                       list[str]]:
+    """The geometry of each dispatchable of a parsed DxDispatch model that explain draws (or
+    of the one named ``dispatch``), with the fields and sizes the model gives, the input's
+    initial values written in; and a note on each one left out. Raises ``ModelError``."""
+    from .dxdispatch import ModelError, _key
+    if dispatch is not None and dispatch not in model.dispatchables:
+        known = ", ".join(repr(n) for n in model.dispatchables) or "none"
+        raise ModelError("--dispatch", f"no dispatchable named {dispatch!r} (defined: "
+                                       f"{known})")
+    geometries, skipped = [], []
+    for name in [dispatch] if dispatch is not None else list(model.dispatchables):
+        d = model.dispatchables[name]
+        plan, path = d.op.plan, _key("dispatchables", name)
+        if not isinstance(plan, (PadPlan, _pool.PoolPlan)):
+            why = f"{d.operator_type} has no sliding window or padding to draw"
+            if dispatch is not None:
+                raise ModelError(path, why)
+            skipped.append(f"{path}: {why}")
+            continue
+        title = f"{name} ({d.operator_type})"
+        values = _model_values(model, name, plan)
+        try:
+            if isinstance(plan, PadPlan):
+                geometries.append(padding_geometry(plan, title, _fields(d.camel), values))
+            else:
+                geometries.append(pooling_geometry(plan, title, _fields(d.camel), None,
+                                                   values))
+        except DmlError as e:
+            raise ModelError(path, str(e).removeprefix(f"{title}: ")) from None
+    if not geometries:
+        raise ModelError("dispatchables", "none of them is an operator explain draws "
+                                          "(pooling or padding)")
+    return geometries, skipped
+
+
+def _op_name(op: object, names: Names) -> str:
+    name = getattr(op, "__name__", op) if callable(op) else op
+    if not isinstance(name, str) or name not in _FUNCTIONS:
+        known = ", ".join(_FUNCTIONS)
+        what = name if isinstance(name, str) else type(op).__name__
+        other = " (max_unpooling and roi_pooling have no sliding window or padding to draw)" \
+            if what in ("max_unpooling", "roi_pooling") else ""
+        raise names.unsupported(f"op = {what!r} is not an operator explain draws{other}; "
+                                f"expected one of {known}")
+    return name
+
+
+def _stand_in(sizes: object, dtype: np.dtype[Any], names: Names, field: str) -> np.ndarray:
+    """An array of ``sizes`` that costs no memory, for the planner to read the shape of."""
+    shape = as_int_tuple(sizes, names, field)
+    check_bounds(shape, 0, names, field, "must not be negative", uint=False)
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: dict[str, Any],
+               dtype: np.dtype[Any], ceil_mode: bool, names: Names) -> Any:
+    """The plan the function would make for arrays of these sizes (its own checks, its own
+    error messages)."""
+    fn, planner, arrays, _ = _FUNCTIONS[op]
+    for key in _NOT_GEOMETRY:
+        if key in keywords:
+            raise names.invalid(f"{key} is not a geometry keyword of {op}; leave it out")
+    given = [input_sizes, *args[:len(arrays) - 1]]
+    if len(given) < len(arrays):
+        raise names.invalid(f"{op} takes the sizes of {', '.join(arrays)} first; "
+                            f"{arrays[-1]}'s sizes are missing")
+    stand_ins = [_stand_in(s, dtype, names, "input_sizes" if i == 0 else f"{arrays[i]} sizes")
+                 for i, s in enumerate(given)]
+    try:
+        bound = inspect.signature(fn).bind(*stand_ins, *args[len(arrays) - 1:], **keywords)
+    except TypeError as e:
+        raise names.invalid(f"{op}'s arguments do not fit its signature: {e}") from None
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    if ceil_mode:
+        if "output_sizes" not in values:
+            raise names.invalid(f"ceil_mode applies to the functions with output_sizes "
+                                f"(average_pooling, max_pooling, lp_pooling), not {op}")
+        if values["output_sizes"] is not None:
+            raise names.invalid("give ceil_mode or output_sizes, not both")
+    values["out"] = None
+    values["pair"] = bool(values.get("output_indices", False))    # (max_pooling's planner)
+    params = list(inspect.signature(planner).parameters)
+    call = planner(*(values[p] for p in params))
+    if ceil_mode:
+        g = call.plan.geometry
+        extra = [ceil_extra(s, *a) for s, *a in zip(g.input_sizes[2:], g.window, g.strides,
+                                                    g.start, g.end, g.dilations)]
+        values["output_sizes"] = tuple(o + e for o, e in zip(g.output_sizes[2:], extra))
+        call = planner(*(values[p] for p in params))
+    return call.plan
+
+
+def _chosen_outputs(outputs: Sequence[Sequence[int] | int] | None, sizes: Coord,
+                    names: Names) -> list[Coord]:
+    """The outputs whose windows are drawn: by default the first, one in the middle and the
+    last; negative indices count from the end."""
+    if outputs is None:
+        picks = [tuple(0 for _ in sizes), tuple(n // 2 for n in sizes),
+                 tuple(n - 1 for n in sizes)]
+    else:
+        if is_int(outputs) or isinstance(outputs, (str, bytes)):
+            raise names.invalid(f"outputs = {outputs!r} must be a list of output indices, "
+                                f"such as [(0, 0), (-1, -1)]")
+        picks = []
+        for i, o in enumerate(outputs):
+            index = as_int_tuple(o, names, f"outputs[{i}]")
+            if len(index) != len(sizes):
+                raise names.invalid(f"outputs[{i}] = {o!r} has {len(index)} indices; the "
+                                    f"drawn output has {len(sizes)} dimensions, sizes "
+                                    f"{list(sizes)}")
+            for d, (v, n) in enumerate(zip(index, sizes)):
+                if not -n <= v < n:
+                    raise names.invalid(f"outputs[{i}][{d}] = {v} is outside the output's "
+                                        f"{n} positions in that dimension")
+            picks.append(tuple(v % n for v, n in zip(index, sizes)))
+    unique: list[Coord] = []
+    for p in picks:
+        if p not in unique:
+            unique.append(p)
+    return unique
+
+
+def _drawn_values(values: object, full: Coord, drawn: Coord, names: Names) -> np.ndarray | None:
+    """``values`` of the drawn plane's sizes, or of the whole input (its first plane drawn)."""
+    if values is None:
+        return None
+    arr = np.asarray(values)
+    if arr.shape == drawn:
+        return arr
+    if arr.shape == full:
+        return np.asarray(arr[(0,) * (len(full) - len(drawn))])
+    raise names.invalid(f"values has shape {arr.shape}; expected the drawn input's {drawn} or "
+                        f"the whole input's {full}")
+
+
+def _check_drawable(extent: Sequence[int], names: Names, what: str) -> None:
+    if any(n > MOST_CELLS for n in extent):
+        raise names.invalid(f"{what} would draw {' x '.join(map(str, extent))} cells; explain "
+                            f"draws at most {MOST_CELLS} per dimension: explain a smaller input "
+                            f"with the same window and padding (the borders look the same)")
+
+
+def _kind(x: int, size: int, start: int, end: int) -> str:
+    if 0 <= x < size:
+        return INPUT
+    return PADDING if -start <= x < size + end else PHANTOM
+
+
+def _combined(kinds: Sequence[str]) -> str:
+    return PHANTOM if PHANTOM in kinds else PADDING if PADDING in kinds else INPUT
+
+
+def _count(o: int, window: int, stride: int, dilation: int, lo: int, hi: int) -> int:
+    """Window positions ``o*stride + j*dilation`` (``j < window``) inside ``[lo, hi)``."""
+    base = o * stride
+    first = max(0, -((base - lo) // dilation))
+    stop = min(window, -((base - hi) // dilation))
+    return max(0, stop - first)
+
+
+def _fields(labels: dict[str, str]) -> Callable[[str], str]:
+    return lambda field: labels.get(field, field)
+
+
+def _dims_text(values: Sequence[int]) -> str:
+    return " x ".join(map(str, values))
+
+
+def pooling_geometry(plan: Any, title: str, label: Callable[[str], str],
+                     outputs: Sequence[Sequence[int] | int] | None = None,
+                     values: object = None) -> Geometry:
+    """The geometry of a pooling plan (:class:`dmlops.pooling.PoolPlan`)."""
+    names = Names(title)
+    g = plan.geometry
+    k = g.k
+    drawn = tuple(range(max(0, k - 2), k))          # spatial indices drawn
+    sizes = tuple(g.input_sizes[2 + i] for i in drawn)
+    out = tuple(g.output_sizes[2 + i] for i in drawn)
+    w, s, a, b, d = g.window, g.strides, g.start, g.end, g.dilations
+    floor = tuple(floor_size(g.input_sizes[2 + i], w[i], s[i], a[i], b[i], d[i])
+                  for i in range(k))
+    lo = tuple(-a[i] for i in drawn)
+    hi = tuple(max(g.input_sizes[2 + i] + b[i],
+                   (g.output_sizes[2 + i] - 1) * s[i] + (w[i] - 1) * d[i] - a[i] + 1)
+               for i in drawn)
+    _check_drawable([h - l for l, h in zip(lo, hi)], names, "this input with its padding")
+    _check_drawable(out, names, "this output")
+    kinds = {}
+    for cell in np.ndindex(*(h - l for l, h in zip(lo, hi))):
+        x = tuple(c + l for c, l in zip(cell, lo))
+        kinds[x] = _combined([_kind(x[j], sizes[j], a[i], b[i]) for j, i in enumerate(drawn)])
+
+    def counts(i: int, o: int) -> tuple[int, int]:
+        """(real positions, real and padding positions) of output ``o`` in dimension ``i``."""
+        size = g.input_sizes[2 + i]
+        return (_count(o, w[i], s[i], d[i], a[i], a[i] + size),
+                _count(o, w[i], s[i], d[i], 0, a[i] + size + b[i]))
+
+    rest = [counts(i, 0) for i in range(k) if i not in drawn]
+    average = plan.kind in _AVERAGES
+
+    def divisor_of(o: Coord) -> tuple[int, int]:
+        per = [counts(i, v) for i, v in zip(drawn, o)] + rest
+        real = math.prod(c[0] for c in per)
+        return real, (math.prod(c[1] for c in per) if plan.include_padding else real)
+
+    divisors = {o: divisor_of(o)[1] for o in np.ndindex(*out)} if average else None
+    windows = []
+    for o in _chosen_outputs(outputs, out, names.with_fields()):
+        per_dim = [[o[j] * s[i] + t * d[i] - a[i] for t in range(w[i])]
+                   for j, i in enumerate(drawn)]
+        cells = tuple(tuple(int(v) for v in c) for c in np.array(
+            np.meshgrid(*per_dim, indexing="ij")).reshape(len(drawn), -1).T)
+        real, divisor = divisor_of(o)
+        windows.append(OutputWindow(o, cells, divisor if average else None, real))
+    extra = [j for j, i in enumerate(drawn) if g.output_sizes[2 + i] > floor[i]]
+    summary = (f"{label('window_size')} {list(w)}, {label('strides')} {list(s)}, "
+               f"{label('start_padding')} {list(a)}, {label('end_padding')} {list(b)}"
+               + (f", {label('dilations')} {list(d)}" if any(v != 1 for v in d) else "")
+               + (f", {label('include_padding')} {str(plan.include_padding).lower()}"
+                  if average else "")
+               + (f", {label('p')} {plan.p}" if plan.kind == "lp" else ""))
+    notes = [f"input {_dims_text(g.input_sizes)}, output {_dims_text(g.output_sizes)}"
+             + (f" (F + 1 in dimension{'s' if len(extra) > 1 else ''} "
+                f"{', '.join(str(2 + drawn[j]) for j in extra)}: ceil mode)" if extra else "")]
+    if k > 2:
+        notes.append(f"drawn: the last two of {k} spatial dimensions, the others at output 0")
+    if plan.kind in ("average_grad", "max_grad"):
+        notes.append("gradient: the forward windows; each incoming value goes to "
+                     + ("every real cell of its window, divided by the divisor"
+                        if plan.kind == "average_grad" else "its window's argmax"))
+    return Geometry(title, summary, tuple(notes), plan.kind, sizes, lo, hi, kinds,
+                    tuple(windows), out, tuple(floor[i] for i in drawn), divisors,
+                    values=_drawn_values(values, tuple(g.input_sizes), sizes, names))
+
+
+def _copies(n: int, start: int, end: int, mode: PaddingMode) -> list[int | None]:
+    """The input index each position of a padded dimension copies (None: the constant), as
+    :func:`dmlops.padding` computes it on the indices themselves."""
+    y = _fn.padding(np.arange(n, dtype=np.int64), start, end, mode=mode, value=-1)
+    return [None if v < 0 else int(v) for v in y.tolist()]
+
+
+# what a mode does past the input's width, for the notes
+_WIDE: dict[PaddingMode, Callable[[int], str]] = {
+    PaddingMode.EDGE: lambda n: "edge copies the end elements all the way",
+    PaddingMode.REFLECTION: lambda n: f"reflection repeats every 2(n - 1) = {2 * n - 2}",
+    PaddingMode.SYMMETRIC: lambda n: f"symmetric repeats every 2n = {2 * n}",
+    PaddingMode.WRAP: lambda n: f"wrap repeats every n = {n}",
+}
+
+
+def padding_geometry(plan: PadPlan, title: str, label: Callable[[str], str],
+                     values: object = None) -> Geometry:
+    """The geometry of a padding plan (:class:`dmlops.padding.PadPlan`)."""
+    names = Names(title)
+    rank = len(plan.in_sizes)
+    drawn = tuple(range(max(0, rank - 2), rank))
+    sizes = tuple(plan.in_sizes[i] for i in drawn)
+    lo = tuple(-plan.start[i] for i in drawn)
+    hi = tuple(plan.in_sizes[i] + plan.end[i] for i in drawn)
+    _check_drawable([h - l for l, h in zip(lo, hi)], names, "this padding")
+    if 0 in sizes:
+        raise names.invalid(f"input {list(plan.in_sizes)} is empty: there is no element to "
+                            f"copy or to draw")
+    per_dim = [_copies(plan.in_sizes[i], plan.start[i], plan.end[i], plan.mode) for i in drawn]
+    kinds, sources = {}, {}
+    for cell in np.ndindex(*(h - l for l, h in zip(lo, hi))):
+        x = tuple(c + l for c, l in zip(cell, lo))
+        kinds[x] = INPUT if all(0 <= v < n for v, n in zip(x, sizes)) else PADDING
+        src = [per_dim[j][c] for j, c in enumerate(cell)]
+        sources[x] = None if None in src else tuple(v for v in src if v is not None)
+    mode = plan.mode.name.lower()
+    summary = (f"{label('padding_mode')} {mode}, {label('start_padding')} {list(plan.start)}, "
+               f"{label('end_padding')} {list(plan.end)}"
+               + (f", {label('padding_value')} {_number(plan.value)}"
+                  if plan.mode == PaddingMode.CONSTANT else ""))
+    out = [n + x + y for n, x, y in zip(plan.in_sizes, plan.start, plan.end)]
+    notes = [f"input {_dims_text(plan.in_sizes)}, output {_dims_text(out)}"]
+    for i in drawn:
+        n = plan.in_sizes[i]
+        if max(plan.start[i], plan.end[i]) > n and plan.mode != PaddingMode.CONSTANT:
+            notes.append(f"dimension {i}: pads wider than the input (n = {n}): "
+                         + _WIDE[plan.mode](n))
+    if rank > 2:
+        hidden = [i for i in range(rank - 2) if plan.start[i] or plan.end[i]]
+        notes.append(f"drawn: the last two of {rank} dimensions"
+                     + (f" (dimension {', '.join(map(str, hidden))} is padded too)"
+                        if hidden else ""))
+    return Geometry(title, summary, tuple(notes), "padding", sizes, lo, hi, kinds,
+                    sources=sources, value=plan.value,
+                    values=_drawn_values(values, tuple(plan.in_sizes), sizes, names))
+
+
+def geometry(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
+             outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
+             ceil_mode: bool = False, **keywords: Any) -> Geometry:
+    """The :class:`Geometry` that :func:`explain` draws, for the same arguments."""
+    names = Names("explain")
+    name = _op_name(op, names)
+    # (the geometry does not depend on the data type; values are only written into cells)
+    dtype = np.dtype(_FUNCTIONS[name][3])
+    plan = _plan_call(name, input_sizes, args, keywords, dtype, ceil_mode, names)
+    if isinstance(plan, PadPlan):
+        if outputs is not None:
+            raise names.invalid("outputs chooses pooling windows; padding has none")
+        return padding_geometry(plan, name, _fields(_FUNCTION_LABELS), values)
+    return pooling_geometry(plan, name, _fields(_FUNCTION_LABELS), outputs, values)
+
+
+def explain(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
+            outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
+            ceil_mode: bool = False, **keywords: Any) -> Figure:
+    """A Matplotlib figure of a pooling's or a padding's geometry.
+
+    Call it as the function ``op`` (its name, or the function), each array replaced by its
+    sizes, with the function's own keywords; it checks them as the function does. Operators:
+    average_pooling, max_pooling, lp_pooling, quantized_linear_average_pooling, the two
+    gradients (drawn as their forward windows: ``max_pooling_grad`` takes ``x``'s then
+    ``dy``'s sizes, ``average_pooling_grad`` ``dy``'s with ``input_sizes=``) and padding.
+
+    Pooling: the input cells, padding cells and phantom cells (where the window of an F + 1
+    output reaches past the padding: never read, never counted), the windows of ``outputs``
+    (by default the first, one in the middle and the last; dilation's holes left out) and
+    beside it the output, each position with its divisor for averages. ``ceil_mode=True``
+    asks for the F + 1 outputs as ``pooling_output_sizes`` gives them. Padding: every cell
+    with the input index it copies (per mode, pads wider than the input too). ``values``, a
+    small array of the input's (or the drawn plane's) sizes, is written into the cells.
+    One or two dimensions are drawn: the last two spatial ones (padding: the last two).
+
+    Each cell's patch has a ``gid`` naming it: ``input:(r,c)``, ``padding:(r,c)``,
+    ``phantom:(r,c)``; a window's marks ``window:(i,j):(r,c)``; output cells ``output:(i,j)``
+    or ``extra:(i,j)`` (the F + 1 ones), their divisors' texts ``divisor:(i,j)``; padding's
+    texts ``source:(r,c)`` (the copied index) or ``constant:(r,c)``. Needs Matplotlib
+    (``pip install "dmlops[plot]"``); :func:`explain_text` draws with characters.
+
+    >>> import dmlops
+    >>> fig = dmlops.explain("average_pooling", (1, 1, 5), 2, strides=2, ceil_mode=True)
+    >>> [p.get_gid() for p in fig.findobj() if str(p.get_gid()).startswith("phantom")]
+    ['phantom:(5)']
+    >>> [t.get_text() for t in fig.findobj() if str(t.get_gid()).startswith("divisor")]
+    ['÷2', '÷2', '÷1']
+    """
+    return draw([geometry(op, input_sizes, *args, outputs=outputs, values=values,
+                          ceil_mode=ceil_mode, **keywords)])
+
+
+def explain_text(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
+                 outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
+                 ceil_mode: bool = False, **keywords: Any) -> str:
+    """:func:`explain`'s picture as characters (no Matplotlib needed): ``.`` input, ``p``
+    padding, ``x`` phantom, the letters of the windows that cover a cell; for padding, the
+    input index each cell copies (``|`` and ``-`` border the input).
+
+    >>> import dmlops
+    >>> print(dmlops.explain_text("padding", (3,), 4, 4, mode="reflection"))
+    padding: mode reflection, start_padding [4], end_padding [4]
+      input 3, output 11
+      dimension 0: pads wider than the input (n = 3): reflection repeats every 2(n - 1) = 4
+      input index copied:
+       -4 -3 -2 -1 |  0  1  2 |  3  4  5  6
+        0  1  2  1 |  0  1  2 |  1  0  1  2
+    """
+    return render_text([geometry(op, input_sizes, *args, outputs=outputs, values=values,
+                                 ceil_mode=ceil_mode, **keywords)])
+
+
+def _number(v: Any) -> str:
+    v = v.item() if isinstance(v, np.generic) else v
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _pos(x: Coord) -> str:
+    return "(" + ",".join(map(str, x)) + ")"
+
+
+def _window_label(w: OutputWindow, geometry: Geometry, kinds: dict[Coord, str]) -> str:
+    phantom = sum(kinds.get(c) == PHANTOM for c in w.cells)
+    parts = [f"output {_pos(w.output)}"]
+    if w.divisor is not None:
+        parts.append(f"divisor {w.divisor}")
+    elif w.real == 0:
+        parts.append("no real element: " + ("-inf" if geometry.kind in ("max", "max_grad")
+                                            else "0"))
+    if phantom:
+        parts.append(f"{phantom} phantom")
+    return ", ".join(parts)
+
+
+# --- the character diagram ---------------------------------------------------------------
+
+_SYMBOL = {INPUT: ".", PADDING: "p", PHANTOM: "x"}
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _grid(geometry: Geometry, text: Callable[[Coord], str]) -> list[str]:
+    """Rows of right-aligned cells with coordinate headers, ``|`` / ``-`` at the input's
+    borders."""
+    lo, hi = geometry.lo, geometry.hi
+    two = len(lo) == 2
+    rows = range(lo[0], hi[0]) if two else range(1)
+    cols = range(lo[-1], hi[-1])
+    cells = {(r, c): text((r, c) if two else (c,)) for r in rows for c in cols}
+    width = max([len(t) for t in cells.values()] + [len(str(c)) for c in cols])
+    head_w = max(len(str(r)) for r in rows) + 1 if two else 0
+    n = geometry.sizes[-1]
+
+    def line(items: Callable[[int], str], lead: str) -> str:
+        parts = [lead.rjust(head_w)]
+        for c in cols:
+            if c in (0, n):
+                parts.append("|")
+            parts.append(items(c).rjust(width))
+        return " ".join(parts).rstrip()
+
+    out = [line(str, "")]
+    for r in rows:
+        if two and r in (0, geometry.sizes[0]):
+            out.append(" " * head_w + "-" * (len(out[0]) - head_w))
+        out.append(line(lambda c: cells[(r, c)], str(r) if two else ""))
+    return ["  " + t for t in out]
+
+
+def render_text(geometries: Sequence[Geometry]) -> str:
+    """The character diagram of each geometry, one after the other."""
+    blocks = []
+    for g in geometries:
+        lines = [f"{g.title}: {g.summary}"] + ["  " + n for n in g.notes]
+        if g.sources is not None:
+            sources, values = g.sources, g.values
+            constant = (f" (c: the constant {_number(g.value)})"
+                        if None in sources.values() else "")
+            lines.append(f"  input index copied{constant}:")
+            lines += _grid(g, lambda x: "c" if sources[x] is None
+                           else ",".join(map(str, sources[x] or ())))
+            if values is not None:
+                plane: np.ndarray = values
+                lines.append("  value:")
+                lines += _grid(g, lambda x: _number(g.value if sources[x] is None
+                                                    else plane[sources[x]]))
+        else:
+            letters = {w.output: _LETTERS[i % 26] for i, w in enumerate(g.windows)}
+            cover: dict[Coord, str] = {}
+            for w in g.windows:
+                for c in w.cells:
+                    cover[c] = cover.get(c, "") + letters[w.output]
+            lines.append("  cells: . input, p padding, x phantom; letters: the windows of")
+            lines += [f"    {letters[w.output]} {_window_label(w, g, g.kinds)}"
+                      for w in g.windows]
+            values = g.values
+
+            def cell(x: Coord) -> str:
+                mark = _SYMBOL[g.kinds[x]]
+                if values is not None and g.kinds[x] == INPUT:
+                    mark = _number(values[x])
+                return mark + cover.get(x, "")
+
+            lines += _grid(g, cell)
+            if g.divisors is not None:
+                lines.append("  divisor of every output:")
+                lines += _output_grid(g)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _output_grid(g: Geometry) -> list[str]:
+    assert g.divisors is not None
+    rows = g.output_sizes[0] if len(g.output_sizes) == 2 else 1
+    cols = g.output_sizes[-1]
+    width = max(len(str(v)) for v in g.divisors.values())
+    out = []
+    for r in range(rows):
+        items = [str(g.divisors[(r, c) if len(g.output_sizes) == 2 else (c,)]).rjust(width)
+                 for c in range(cols)]
+        out.append("    " + " ".join(items))
+    return out
+
+
+# --- the Matplotlib figure ---------------------------------------------------------------
+
+_FACE = {INPUT: "#d6e6f5", PADDING: "#e4e4e4", PHANTOM: "#ffffff"}
+_WINDOW_COLOURS = ("#e6550d", "#31a354", "#756bb1", "#d6616b", "#3182bd", "#8c6d31")
+CELL_INCHES = 0.42
+
+
+def _matplotlib(title: str) -> type[Figure]:
+    try:
+        import matplotlib  # noqa: F401  (first the package: a submodule may be kept loaded)
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise Names(title).unsupported(
+            'explain draws with Matplotlib, which is not installed: pip install '
+            '"dmlops[plot]" (explain_text and `dmlops explain --text` need no Matplotlib)'
+        ) from None
+    return Figure
+
+
+def draw(geometries: Sequence[Geometry]) -> Figure:
+    """One figure, a row of panels per geometry (input beside output for pooling)."""
+    Figure = _matplotlib(geometries[0].title)
+    shapes = []
+    for g in geometries:
+        rows = g.hi[0] - g.lo[0] if len(g.lo) == 2 else 1
+        cols = g.hi[-1] - g.lo[-1]
+        out_cols = g.output_sizes[-1] + 1 if g.output_sizes else 0
+        shapes.append((rows, cols, out_cols))
+    width = max(6.0, max(CELL_INCHES * (c + oc) + 1.2 for _, c, oc in shapes))
+    headings, heights = [], []
+    for g, (rows, _, _) in zip(geometries, shapes):
+        chars = int(width * 13)         # (characters of 8-point text per line)
+        heading = "\n".join([textwrap.fill(f"{g.title}: {g.summary}", chars)]
+                            + [textwrap.fill(n, int(chars * 1.2)) for n in g.notes])
+        legend = max(len(g.windows) + 1 if g.windows else 0, 3 if g.sources is None else 2)
+        headings.append(heading)
+        heights.append(CELL_INCHES * rows + 0.16 * (heading.count("\n") + 1) + 0.14 * legend
+                       + 0.45)
+    fig = Figure(figsize=(width, sum(heights)), layout="constrained")
+    panels = fig.subfigures(len(geometries), 1, height_ratios=heights, squeeze=False)[:, 0]
+    for g, panel, heading, (_, cols, out_cols) in zip(geometries, panels, headings, shapes):
+        _draw_panel(g, panel, heading, cols, out_cols)
+    return fig
+
+
+def save(geometries: Sequence[Geometry], target: str | os.PathLike[str]) -> None:
+    """Draw ``geometries`` into the picture file ``target`` (its suffix names the format,
+    PNG without one), whole or not at all: written beside it, then renamed."""
+    path = Path(target)
+    fmt = path.suffix[1:].lower() or "png"
+    fig = draw(geometries)
+    if fmt not in fig.canvas.get_supported_filetypes():
+        raise Names("explain").invalid(f"{str(target)!r}: Matplotlib writes no .{fmt} "
+                                       f"pictures; use .png, .svg or .pdf")
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        fig.savefig(part, format=fmt, dpi=100)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _setup(ax: Axes, lo: Coord, hi: Coord) -> None:
+    two = len(lo) == 2
+    ax.set_xlim(lo[-1] - 0.5, hi[-1] - 0.5)
+    ax.set_ylim((hi[0] - 0.5, lo[0] - 0.5) if two else (0.5, -0.5))
+    ax.set_aspect("equal")
+    ax.xaxis.tick_top()
+    ax.set_xticks(range(lo[-1], hi[-1]))
+    ax.set_yticks(range(lo[0], hi[0]) if two else [])
+    ax.tick_params(length=0, labelsize=7)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def _xy(x: Coord) -> tuple[float, float]:
+    return (float(x[-1]), float(x[0]) if len(x) == 2 else 0.0)
+
+
+def _draw_panel(g: Geometry, panel: Figure | SubFigure, heading: str, cols: int,
+                out_cols: int) -> None:
+    from matplotlib.patches import Rectangle
+    if g.output_sizes:
+        ax, out_ax = panel.subplots(1, 2, width_ratios=[cols, out_cols], squeeze=True)
+    else:
+        ax, out_ax = panel.subplots(1, 1), None
+    panel.suptitle(heading, fontsize=8, ha="left", x=0.01, linespacing=1.3)
+    _setup(ax, g.lo, g.hi)
+    count = max(1, len(g.sizes) and math.prod(g.sizes))
+    from matplotlib import colormaps
+    cmap = colormaps["tab10"]
+    for x, kind in g.kinds.items():
+        cx, cy = _xy(x)
+        face: Any = _FACE[kind]
+        alpha = 1.0
+        if g.sources is not None:
+            src = g.sources[x]
+            if src is not None:
+                flat = int(np.ravel_multi_index(src, g.sizes)) if src else 0
+                face = cmap(flat % 10)
+                alpha = 1.0 if kind == INPUT else 0.45
+        ax.add_patch(Rectangle((cx - 0.5, cy - 0.5), 1, 1, facecolor=face, alpha=alpha,
+                               edgecolor="#b02020" if kind == PHANTOM else "#999999",
+                               hatch="///" if kind == PHANTOM else None, linewidth=0.6,
+                               gid=f"{kind}:{_pos(x)}"))
+    # the input's border
+    lo_in = (-0.5, -0.5)
+    ax.add_patch(Rectangle((lo_in[0], lo_in[1] if len(g.sizes) == 2 else -0.5),
+                           g.sizes[-1], g.sizes[0] if len(g.sizes) == 2 else 1,
+                           fill=False, edgecolor="#222222", linewidth=1.6, gid="border"))
+    small = 6 if count > 1 else 7
+    if g.sources is not None:
+        for x, src in g.sources.items():
+            cx, cy = _xy(x)
+            if src is None:
+                ax.text(cx, cy, _number(g.value), ha="center", va="center", fontsize=small,
+                        style="italic", color="#555555", gid=f"constant:{_pos(x)}")
+                continue
+            has_value = g.values is not None
+            ax.text(cx, cy + (0.25 if has_value else 0.0), ",".join(map(str, src)),
+                    ha="center", va="center", fontsize=small - (1 if has_value else 0),
+                    color="#333333", gid=f"source:{_pos(x)}")
+            if g.values is not None:
+                ax.text(cx, cy - 0.08, _number(g.values[src]), ha="center", va="center",
+                        fontsize=8, gid=f"value:{_pos(x)}")
+    elif g.values is not None:
+        for x, kind in g.kinds.items():
+            if kind == INPUT:
+                cx, cy = _xy(x)
+                ax.text(cx, cy, _number(g.values[x]), ha="center", va="center", fontsize=7,
+                        gid=f"value:{_pos(x)}")
+    for i, w in enumerate(g.windows):
+        colour = _WINDOW_COLOURS[i % len(_WINDOW_COLOURS)]
+        inset = 0.07 + 0.08 * (i % 4)
+        for c in w.cells:
+            cx, cy = _xy(c)
+            ax.add_patch(Rectangle((cx - 0.5 + inset, cy - 0.5 + inset), 1 - 2 * inset,
+                                   1 - 2 * inset, fill=False, edgecolor=colour, linewidth=1.8,
+                                   gid=f"window:{_pos(w.output)}:{_pos(c)}"))
+    _legend(g, panel)
+    if out_ax is not None:
+        _draw_outputs(g, out_ax)
+
+
+def _legend(g: Geometry, panel: Figure | SubFigure) -> None:
+    """The cell kinds (lower right) and the chosen windows (lower left, in their colours)."""
+    from matplotlib.patches import Patch
+    if g.sources is not None:
+        handles = [Patch(facecolor="#bbbbbb", edgecolor="#222222", linewidth=1.6,
+                         label="input (colour: the element)"),
+                   Patch(facecolor="#bbbbbb", alpha=0.45, edgecolor="#999999",
+                         label="padding: the element it copies (small: its index)")]
+    else:
+        kinds = set(g.kinds.values())
+        handles = [Patch(facecolor=_FACE[k], edgecolor="#b02020" if k == PHANTOM else "#999999",
+                         hatch="///" if k == PHANTOM else None,
+                         label=k + (" (past the padding: not read, not counted)"
+                                    if k == PHANTOM else ""))
+                   for k in (INPUT, PADDING, PHANTOM) if k in kinds]
+    panel.legend(handles=handles, loc="outside lower right", fontsize=7, frameon=False)
+    if not g.windows:
+        return
+    colours = [_WINDOW_COLOURS[i % len(_WINDOW_COLOURS)] for i in range(len(g.windows))]
+    marks = [Patch(fill=False, edgecolor=c, linewidth=1.8, label=_window_label(w, g, g.kinds))
+             for w, c in zip(g.windows, colours)]
+    legend = panel.legend(handles=marks, loc="outside lower left", fontsize=8, frameon=False,
+                          title="windows of", title_fontsize=7, alignment="left")
+    for text, w, c in zip(legend.get_texts(), g.windows, colours):
+        text.set_color(c)
+        text.set_gid(f"label:{_pos(w.output)}")
+
+
+def _draw_outputs(g: Geometry, ax: Axes) -> None:
+    from matplotlib.patches import Rectangle
+    sizes = g.output_sizes
+    _setup(ax, (0,) * len(sizes), sizes)
+    chosen = {w.output: _WINDOW_COLOURS[i % len(_WINDOW_COLOURS)]
+              for i, w in enumerate(g.windows)}
+    for o in np.ndindex(*sizes):
+        cx, cy = _xy(o)
+        extra = any(v >= f for v, f in zip(o, g.floor_sizes))
+        ax.add_patch(Rectangle((cx - 0.5, cy - 0.5), 1, 1,
+                               facecolor="#fbe3b5" if extra else "#f7f7f7",
+                               edgecolor="#999999", linewidth=0.6,
+                               gid=f"{'extra' if extra else 'output'}:{_pos(o)}"))
+        if o in chosen:
+            ax.add_patch(Rectangle((cx - 0.42, cy - 0.42), 0.84, 0.84, fill=False,
+                                   edgecolor=chosen[o], linewidth=2.0,
+                                   gid=f"chosen:{_pos(o)}"))
+        if g.divisors is not None:
+            ax.text(cx, cy, f"÷{g.divisors[o]}", ha="center", va="center", fontsize=7,
+                    gid=f"divisor:{_pos(o)}")
+    extra_dims = [f for f, n in zip(g.floor_sizes, sizes) if n > f]
+    ax.set_title(("output, each with its divisor" if g.divisors is not None else "output")
+                 + ("\n(orange: the F + 1 outputs)" if extra_dims else ""),
+                 fontsize=8)
