@@ -34,6 +34,7 @@ from ._args import as_int_tuple, check_bounds, is_int
 from .dtypes import PaddingMode
 from .errors import DmlError, Names
 from .padding import PadPlan
+from .backends.reference.window import dim_counts
 from .window import ceil_extra, floor_size
 
 if TYPE_CHECKING:
@@ -280,14 +281,6 @@ def _combined(kinds: Sequence[str]) -> str:
     return PHANTOM if PHANTOM in kinds else PADDING if PADDING in kinds else INPUT
 
 
-def _count(o: int, window: int, stride: int, dilation: int, lo: int, hi: int) -> int:
-    """Window positions ``o*stride + j*dilation`` (``j < window``) inside ``[lo, hi)``."""
-    base = o * stride
-    first = max(0, -((base - lo) // dilation))
-    stop = min(window, -((base - hi) // dilation))
-    return max(0, stop - first)
-
-
 def _fields(labels: dict[str, str]) -> Callable[[str], str]:
     return lambda field: labels.get(field, field)
 
@@ -320,11 +313,14 @@ def pooling_geometry(plan: Any, title: str, label: Callable[[str], str],
         x = tuple(c + l for c, l in zip(cell, lo))
         kinds[x] = _combined([_kind(x[j], sizes[j], a[i], b[i]) for j, i in enumerate(drawn)])
 
+    # per dimension, each output's (real positions, real and padding positions): the
+    # reference backend's own counts
+    dim_count = [tuple(dim_counts(g.input_sizes[2 + i], g.output_sizes[2 + i], w[i], s[i],
+                                  a[i], b[i], d[i], padded, object) for padded in (False, True))
+                 for i in range(k)]
+
     def counts(i: int, o: int) -> tuple[int, int]:
-        """(real positions, real and padding positions) of output ``o`` in dimension ``i``."""
-        size = g.input_sizes[2 + i]
-        return (_count(o, w[i], s[i], d[i], a[i], a[i] + size),
-                _count(o, w[i], s[i], d[i], 0, a[i] + size + b[i]))
+        return int(dim_count[i][0][o]), int(dim_count[i][1][o])
 
     rest = [counts(i, 0) for i in range(k) if i not in drawn]
     average = plan.kind in _AVERAGES

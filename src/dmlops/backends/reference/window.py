@@ -77,6 +77,21 @@ def offset_slices(j: Sequence[int], in_spatial: Sequence[int], out_spatial: Sequ
     return tuple(outs), tuple(ins)
 
 
+def dim_counts(size: int, out_size: int, window: int, stride: int, start: int, end: int,
+               dilation: int, include_padding: bool, dtype: Any = np.int64) -> NDArray[Any]:
+    """Along one dimension, each output position's count of real positions (or, with
+    ``include_padding``, real and padding ones): ``dim_counts(4, 3, 3, 2, 1, 1, 1, False)``
+    is ``[2, 3, 1]`` (ceil mode's third window holds one real, one padding and one phantom
+    position)."""
+    # the positions o*stride + j*dilation (j < window) within [lo, hi) of the padded axis
+    lo, hi = (0, size + start + end) if include_padding else (start, size + start)
+    base = np.arange(out_size, dtype=dtype) * stride
+    first = np.maximum(0, -((base - lo) // dilation))
+    stop = np.minimum(window, -((base - hi) // dilation))
+    count: NDArray[Any] = np.maximum(stop - first, 0)
+    return count
+
+
 def counts(in_spatial: Sequence[int], out_spatial: Sequence[int], window: Sequence[int],
            strides: Sequence[int], start: Sequence[int], end: Sequence[int],
            dilations: Sequence[int], include_padding: bool) -> NDArray[Any]:
@@ -85,15 +100,9 @@ def counts(in_spatial: Sequence[int], out_spatial: Sequence[int], window: Sequen
     Counted per dimension from the window's bounds (never one entry per window position), as
     Python integers where their product (at most the window's volume) could pass 2^63-1."""
     dt = np.int64 if math.prod(window) < 2**63 else object
-    per_dim = []
-    for i, (size, osz) in enumerate(zip(in_spatial, out_spatial)):
-        # the positions o*stride + j*dilation (j < window) within [lo, hi) of the padded axis
-        lo, hi = (0, size + start[i] + end[i]) if include_padding else (start[i],
-                                                                         size + start[i])
-        base = np.arange(osz, dtype=dt) * strides[i]
-        first = np.maximum(0, -((base - lo) // dilations[i]))
-        stop = np.minimum(window[i], -((base - hi) // dilations[i]))
-        per_dim.append(np.maximum(stop - first, 0))
+    per_dim = [dim_counts(size, osz, window[i], strides[i], start[i], end[i], dilations[i],
+                          include_padding, dt)
+               for i, (size, osz) in enumerate(zip(in_spatial, out_spatial))]
     total = np.ones((1, 1) + (1,) * len(window), dtype=dt)
     for i, c in enumerate(per_dim):
         shape = [1] * total.ndim
