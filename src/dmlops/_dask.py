@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ._types import Chunks
-    from .functional import _Call
+    from ._call import Call
     from .window import Window
 
 
@@ -280,7 +279,7 @@ def _channels(extra: Any, c0: Any, c1: Any) -> Any:
     return {k: _channel_part(a, c0, c1) for k, a in extra.items()}
 
 
-def pooling(x: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None, names: Names) -> Any:
+def pooling(x: Any, call: Call, kernels: ModuleType, chunks: Chunks | None, names: Names) -> Any:
     """The lazy pooling of Dask array ``x`` by ``call.plan`` (average, max with or without
     indices, Lp, quantized average): each output block reads the input its windows cover
     and runs the in-memory kernel on that local problem (the same windows, the same real
@@ -350,7 +349,7 @@ def _grad_chunks(dy: Any, g: Window) -> Any:
         for i in range(g.k))
 
 
-def pooling_grad(x: Any, dy: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None,
+def pooling_grad(x: Any, dy: Any, call: Call, kernels: ModuleType, chunks: Chunks | None,
                  names: Names) -> Any:
     """The lazy gradient (max: ``x`` and ``dy``; average: ``dy`` alone, ``x`` None),
     planned from the input side: each block of dx gathers the forward outputs whose windows
@@ -459,7 +458,7 @@ def _fill(f: Any, c0: Any, c1: Any, shape: Any) -> Any:
     return da.broadcast_to(da.from_array(_channel_part(f, c0, c1)), shape, chunks=shape)
 
 
-def unpooling(x: Any, indices: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None,
+def unpooling(x: Any, indices: Any, call: Call, kernels: ModuleType, chunks: Chunks | None,
               names: Names) -> Any:
     """The lazy max unpooling of ``x`` at ``indices`` (Dask arrays of one shape): each input
     block checks its indices and sorts its (position, index, value) triples into the output
@@ -550,7 +549,7 @@ def _sorted_triples(xb: Any, ib: Any, origin: Any, full: Any, out_sizes: Any, bo
                                                       np.split(values, cuts)) if c.size}
 
 
-def roi_pooling(x: Any, regions: Any, call: _Call, kernels: ModuleType, chunks: Chunks | None,
+def roi_pooling(x: Any, regions: Any, call: Call, kernels: ModuleType, chunks: Chunks | None,
                 names: Names) -> Any:
     """The lazy ROI pooling of Dask array ``x`` by ``regions`` (the boxes already scaled,
     rounded and checked at the call: ``pooling.roi_regions``): per image and chunk of

@@ -21,14 +21,10 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
 
 EXTRA = 'the dask extra (pip install "dmlops[dask]")'
 CONNECT_TIMEOUT = "10s"     # to reach a --scheduler

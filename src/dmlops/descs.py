@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
@@ -32,6 +32,7 @@ from ._args import is_int, reraise
 from ._plancache import planned
 from .dtypes import DataType, PaddingMode, data_type, feature_level as _feature_level
 from .dtypes import padding_mode
+from ._call import Call
 from .errors import DmlError, InvalidArgumentError, Names
 from .support import OPERATORS
 from .tensor import (TensorDesc, bind, check_tensor_desc, check_tensor_values, native, new_array,
@@ -666,8 +667,6 @@ class CompiledOperator:
         inputs beside it bind as usual; outputs cannot be bound."""
         import dask.array as da
 
-        from .functional import _Call
-
         desc, plan = self.desc, self.plan
         lazy, views = {}, {}
         for field, (kind, _) in known.items():
@@ -703,7 +702,7 @@ class CompiledOperator:
         if isinstance(plan, _pool.PoolPlan) and plan.kind == "quantized":
             extra = self._quantization({f: v for f, v in views.items() if f in _STAY_NUMPY},
                                        names)
-        call = _Call(names, plan, tuple(lazy), outs, extra)
+        call = Call(names, plan, tuple(lazy), outs, extra)
         kernels = self._kernels
         if isinstance(plan, _pad.PadPlan):
             ys = [_dask.padding(x, plan, None, names)]

@@ -53,7 +53,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,6 @@ from . import tensor as tensor_module
 from .errors import DmlError
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
     from typing import TypeGuard
 
     from .tensor import TensorDesc

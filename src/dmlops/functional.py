@@ -6,7 +6,7 @@ extended mode, with the caller's argument names in messages), then runs the chos
 kernel straight into ``out`` or a new C-contiguous array.
 
 A function has two halves. Its planner (``_plan_*``) checks everything that follows from the
-arguments' values and the arrays' shapes, strides and dtypes, and returns a :class:`_Call`;
+arguments' values and the arrays' shapes, strides and dtypes, and returns a :class:`dmlops._call.Call`;
 being pure, it is kept by the plan cache (``_plancache``), so a repeated call skips it. The
 function does the rest on every call: it converts the arrays, allocates the outputs not
 given, checks that a given one overlaps no input, chooses the backend and runs the kernel.
@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import numpy as np
@@ -29,6 +28,7 @@ from . import _dask
 from . import padding as _pad
 from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
+from ._call import Call
 from ._plancache import ArrayFacts, planned
 from .descs import check_no_overlap, run_padding, with_native_outputs
 from .dtypes import NATIVE_DTYPES, DataType, PaddingMode
@@ -56,18 +56,6 @@ def _names(op: str, **fields: tuple[str, int]) -> Names:
     base = {"input": ("x", 0), "output": ("out", 0)}
     base.update(fields)
     return Names(op, base)
-
-
-@dataclass(frozen=True)
-class _Call:
-    """A validated and planned call: everything running it needs besides the arrays."""
-
-    names: Names
-    plan: Any               # a PoolPlan, UnpoolPlan, RoiPlan or PadPlan
-    inputs: tuple[str, ...]     # the array operands' labels, for overlap messages
-    # (label, shape, NumPy dtype) of each output
-    outputs: Sequence[tuple[str, tuple[int, ...], np.dtype[Any]]]
-    extra: dict[str, NDArray[Any]] | None = None   # quantization parameters (read-only arrays)
 
 
 # --- every call -------------------------------------------------------------------------
@@ -168,7 +156,7 @@ def _callers_kind(fn: _F) -> _F:
     return cast("_F", call)
 
 
-def _outputs(call: _Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
+def _outputs(call: Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
              ) -> list[NDArray[Any]]:
     """The outputs: those given, and new C-contiguous arrays for the others. A given one
     must share no memory with an input or another output: what memory an array uses is the
@@ -189,7 +177,7 @@ def _outputs(call: _Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
     return ys
 
 
-def _kernels(call: _Call, backend: str | None) -> ModuleType:
+def _kernels(call: Call, backend: str | None) -> ModuleType:
     """The backend's kernels, resolved on every call (``set_backend`` and
     ``DMLOPS_BACKEND`` may change between calls)."""
     return reraise(call.names, resolve_backend, backend)[1]
@@ -257,14 +245,14 @@ def _out_values(out: ArrayFacts, shape: Sequence[int], names: Names, field: str)
 
 def _call(names: Names, plan: object, inputs: Sequence[str], outs: Sequence[Any],
           specs: Sequence[tuple[str, Sequence[int], DataType]],
-          extra: dict[str, NDArray[Any]] | None = None) -> _Call:
+          extra: dict[str, NDArray[Any]] | None = None) -> Call:
     """Phase 3 of the given ``out=`` arrays (shape, writable, distinct elements), and the
     planned call. ``inputs``: the array operands' fields; ``specs``: ``(field, shape,
     DataType)`` of each output."""
     for out, (field, shape, _) in zip(outs, specs):
         if out is not None:
             _out_values(out, shape, names, field)
-    return _Call(names, plan, tuple(names(f) for f in inputs),
+    return Call(names, plan, tuple(names(f) for f in inputs),
                  tuple((names(f), tuple(shape), dt.dtype) for f, shape, dt in specs), extra)
 
 
@@ -295,7 +283,7 @@ def _include_padding(value: object, names: Names) -> bool:
 
 def _plan_average_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
                           start_padding: Any, end_padding: Any, dilations: Any,
-                          include_padding: Any, output_sizes: Any) -> _Call:
+                          include_padding: Any, output_sizes: Any) -> Call:
     names = _names("average_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
     dt = dtype_of(x.dtype, names, "input")
     row = _pool.check_tensor_types("AVERAGE_POOLING1", None, names,
@@ -371,7 +359,7 @@ def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts
 
 def _plan_max_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
                       start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any,
-                      pair: bool, indices_dtype: Any) -> _Call:
+                      pair: bool, indices_dtype: Any) -> Call:
     names = _names("max_pooling",
                    output_sizes=_output_sizes_label(output_sizes, x.ndim),
                    output=("out[0]" if pair else "out", 0),
@@ -540,7 +528,7 @@ def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1
 
 def _plan_max_pooling_grad(x: ArrayFacts, dy: ArrayFacts, out: Any, window_size: Any,
                            strides: Any, start_padding: Any, end_padding: Any, dilations: Any
-                           ) -> _Call:
+                           ) -> Call:
     names = _names("max_pooling_grad", output_sizes=("dy.shape", 0), dy=("dy", 0))
     dt = dtype_of(x.dtype, names, "input")
     gdt = dtype_of(dy.dtype, names, "dy")
@@ -622,7 +610,7 @@ def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
 
 def _plan_average_pooling_grad(dy: ArrayFacts, out: Any, window_size: Any, input_sizes: Any,
                                strides: Any, start_padding: Any, end_padding: Any,
-                               dilations: Any, include_padding: Any) -> _Call:
+                               dilations: Any, include_padding: Any) -> Call:
     names = _names("average_pooling_grad", output_sizes=("dy.shape", 0),
                    input=("dy", 0), input_sizes=("input_sizes", 0))
     dt = dtype_of(dy.dtype, names, "input")
@@ -708,7 +696,7 @@ def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes:
 
 def _plan_lp_pooling(x: ArrayFacts, out: Any, window_size: Any, p: Any, strides: Any,
                      start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any
-                     ) -> _Call:
+                     ) -> Call:
     names = _names("lp_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
     dt = dtype_of(x.dtype, names, "input")
     row = _pool.check_tensor_types("LP_POOLING1", None, names, [("input", "data", dt, x.ndim)])
@@ -776,7 +764,7 @@ def lp_pooling(x: ArrayInput, window_size: IntOrInts, *, p: int = 2, strides: In
 
 
 def _plan_max_unpooling(x: ArrayFacts, indices: ArrayFacts, out: Any, output_sizes: Any
-                        ) -> _Call:
+                        ) -> Call:
     names = _names("max_unpooling", indices=("indices", 0),
                    output_sizes=("output_sizes", 0))
     dt = dtype_of(x.dtype, names, "input")
@@ -855,7 +843,7 @@ def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *
 
 
 def _plan_roi_pooling(x: ArrayFacts, rois: ArrayFacts, out: Any, spatial_scale: Any,
-                      pooled_size: Any) -> _Call:
+                      pooled_size: Any) -> Call:
     names = _names("roi_pooling", rois=("rois", 0))
     dt = dtype_of(x.dtype, names, "input")
     rdt = dtype_of(rois.dtype, names, "rois")
@@ -972,7 +960,7 @@ def _scale(s: object, names: Names, field: str) -> NDArray[np.float32]:
 def _plan_quantized(x: ArrayFacts, out: Any, input_scale: Any, input_zero_point: Any,
                     output_scale: Any, output_zero_point: Any, window_size: Any, strides: Any,
                     start_padding: Any, end_padding: Any, dilations: Any, include_padding: Any,
-                    output_dtype: Any) -> _Call:
+                    output_dtype: Any) -> Call:
     names = _names("quantized_linear_average_pooling")
     dt = dtype_of(x.dtype, names, "input")
     op = "QUANTIZED_LINEAR_AVERAGE_POOLING"
@@ -1100,8 +1088,8 @@ def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
 
 
 def _lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., _Call], *args: Any
-               ) -> tuple[_Call, ModuleType, list[NDArray[Any]], list[Any]]:
+               chunks: Chunks | None, plan: Callable[..., Call], *args: Any
+               ) -> tuple[Call, ModuleType, list[NDArray[Any]], list[Any]]:
     """A call with a Dask operand validated and planned now, as in memory (a Dask operand
     by a stand-in of its shape and type, a NumPy one as it is): ``(call, kernels, stand-ins,
     operands as Dask arrays)``. ``arrays``: (field, array) in the plan's order. ``chunks=``
@@ -1129,7 +1117,7 @@ def _lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend:
 
 
 def _lazy(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-          chunks: Chunks | None, plan: Callable[..., _Call], args: tuple[Any, ...],
+          chunks: Chunks | None, plan: Callable[..., Call], args: tuple[Any, ...],
           build: Callable[..., Any]) -> Any:
     """A function of Dask arrays: validated and planned now (``_lazy_call``), then
     ``build(call, kernels, *operands as Dask arrays)`` makes the lazy result. An empty output
@@ -1144,16 +1132,16 @@ def _lazy(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str 
 
 
 def _lazy_pooling(op: str, x: Any, out: object, backend: str | None, chunks: Chunks | None,
-                  plan: Callable[..., _Call], *args: Any) -> Any:
+                  plan: Callable[..., Call], *args: Any) -> Any:
     """A pooling function of a Dask array (``_dask.pooling``)."""
     return _lazy(op, [("x", x)], out, backend, chunks, plan, args,
                  lambda call, kernels, x: _dask.pooling(x, call, kernels, chunks, call.names))
 
 
 def _lazy_grad(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., _Call], *args: Any) -> Any:
+               chunks: Chunks | None, plan: Callable[..., Call], *args: Any) -> Any:
     """A gradient of Dask arrays (``_dask.pooling_grad``): ``x`` and ``dy``, or ``dy``."""
-    def build(call: _Call, kernels: ModuleType, *lazy: Any) -> Any:
+    def build(call: Call, kernels: ModuleType, *lazy: Any) -> Any:
         x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
         return _dask.pooling_grad(x, dy, call, kernels, chunks, call.names)
     return _lazy(op, arrays, out, backend, chunks, plan, args, build)
@@ -1176,7 +1164,7 @@ def _lazy_padding(x: Any, start_padding: Any, end_padding: Any, mode: Any, value
 
 
 def _plan_padding(x: ArrayFacts, out: Any, start_padding: Any, end_padding: Any, mode: Any,
-                  value: Any) -> _Call:
+                  value: Any) -> Call:
     names = _names("padding")
     dt = dtype_of(x.dtype, names, "input")
     pmode = _pad.plan_padding("PADDING1", None, names, dt, x.ndim, None, None, mode)

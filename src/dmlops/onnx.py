@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,8 +57,6 @@ from .tensor import TensorDesc
 from .window import onnx_pads, pooling_output_sizes
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
     from ._types import PaddingModeName
 
 __all__ = ["DmlBackend", "DmlBackendRep", "prepare", "run_model", "run_node",
