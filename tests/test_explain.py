@@ -370,6 +370,11 @@ def test_import_dmlops_does_not_import_matplotlib():
      "at most 64 per dimension"),
     (lambda: dmlops.explain("average_pooling", (1, 1, 3), 2, values=[1, 2]),
      InvalidArgumentError, r"values has shape \(2,\)"),
+    (lambda: dmlops.explain("average_pooling", (1, 1, 4), 2, ceil_mode="yes"),
+     InvalidArgumentError, "ceil_mode = 'yes' must be a bool"),
+    (lambda: dmlops.explain_text("average_pooling", (1, 1, 2**62, 4), 2),
+     InvalidArgumentError, r"input_sizes = \[1, 1, 4611686018427387904, 4\] is more than an "
+                           r"array can hold"),
 ])
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):

@@ -3,7 +3,7 @@ raises dmlops's InvalidArgumentError or UnsupportedError, never another exceptio
 cost stays bounded (the machine's memory is taken to be 64 MiB here, so that an output a
 parameter's value makes huge is refused rather than allocated).
 
-CI draws a bounded number of examples, the same on every run (1,000 in all); a deep run draws
+CI draws a bounded number of examples, the same on every run (1,300 in all); a deep run draws
 ``DMLOPS_FUZZ_SCALE`` times as many, at random::
 
     DMLOPS_FUZZ_SCALE=50 HYPOTHESIS_PROFILE=explore python -m pytest tests/test_fuzz_arguments.py
@@ -86,6 +86,43 @@ def test_only_dmlops_errors_escape_the_functions(call, monkeypatch):
                     f"{type(e).__name__}: {e}")
     # the caller's input is never written, whatever the call did
     assert before is None or before.tobytes() == x.tobytes()
+
+
+def _explain_calls():
+    """explain's arguments: an operator (or not), sizes instead of arrays, the functions'
+    keywords and explain's own (outputs, values, ceil_mode), odd values among them."""
+    odd = st.sampled_from(_ODD_SMALL)
+    sizes = st.one_of(st.sampled_from([(1, 1, 4, 4), (2, 3, 5), (1, 1, 1), (1, 1, 2, 3, 2),
+                                       (3,), (1, 1, 0), (1, 1, 100), (1, 1, 2**62, 2)]), odd)
+    small = st.sampled_from([1, 2, 3, (2, 2), (1, 2), 0, (0, 1)])
+    value = st.one_of(small, small, odd)
+    outputs = st.sampled_from([None, [(0, 0)], [(-1, -1)], [0], [(9, 9)], "abc", [[]], 2])
+    values = st.sampled_from([None, np.arange(16).reshape(4, 4), np.arange(5), "abc",
+                              np.array([np.nan, np.inf, -1e300, 2.5, 0]), [[1, 2]]])
+    kw = st.fixed_dictionaries({}, optional={
+        "strides": value, "start_padding": value, "end_padding": value, "dilations": value,
+        "output_sizes": value, "include_padding": st.sampled_from([True, False, "yes"]),
+        "outputs": outputs, "values": values, "ceil_mode": st.sampled_from([True, False, 1]),
+        "mode": st.sampled_from(["reflection", "symmetric", "wrap", "bogus", 3])})
+    ops = st.sampled_from(["average_pooling", "max_pooling", "lp_pooling", "padding",
+                           "average_pooling_grad", "max_pooling_grad", "max_unpooling",
+                           "conv", 3])
+    return st.tuples(ops, sizes, st.lists(value, max_size=3), kw)
+
+
+@settings(max_examples=200 * _SCALE, deadline=None, suppress_health_check=list(HealthCheck))
+@given(call=_explain_calls())
+def test_only_dmlops_errors_escape_explain(call):
+    """dmlops.explain_text (the geometry the figure draws too) takes any arguments: it
+    returns its diagram or raises dmlops's errors."""
+    op, sizes, args, kw = call
+    try:
+        dml.explain_text(op, sizes, *args, **kw)
+    except (dml.InvalidArgumentError, dml.UnsupportedError):
+        pass
+    except Exception as e:          # noqa: BLE001  (what the test is looking for)
+        pytest.fail(f"explain_text({op!r}, {sizes!r:.60}, {args!r:.60}, {kw!r:.200}) raised "
+                    f"{type(e).__name__}: {e}")
 
 
 def _node_calls():
@@ -188,6 +225,27 @@ def test_only_model_errors_escape_dxdispatch_models(which, picks, tmp_path_facto
         parse_model(model, _EXAMPLES[which].parent).run(io.StringIO())
     except ModelError:
         assert list(folder.iterdir()) == []
+    except Exception as e:          # noqa: BLE001
+        pytest.fail(f"{_EXAMPLES[which].name} with {picks!r:.300} raised "
+                    f"{type(e).__name__}: {e}")
+
+
+@settings(max_examples=100 * _SCALE, deadline=None, suppress_health_check=list(HealthCheck))
+@given(which=st.integers(0, len(_EXAMPLES) - 1),
+       picks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_LEAF),
+                                st.sampled_from(["replace", "remove", "duplicate", "nest"])),
+                      min_size=1, max_size=3))
+def test_only_model_errors_escape_dmlops_explain(which, picks, monkeypatch):
+    """`dmlops explain` on fuzzed models: its diagram, or a ModelError or dmlops's error
+    (exit 2), never another exception."""
+    from dmlops._explain import model_geometries, render_text
+    from dmlops.dxdispatch import ModelError, parse_model
+    monkeypatch.setattr(tensor, "memory_bytes", lambda: 64 << 20)
+    model = _mutated(json.loads(_EXAMPLES[which].read_text()), picks)
+    try:
+        render_text(model_geometries(parse_model(model, _EXAMPLES[which].parent), None)[0])
+    except (ModelError, dml.DmlError):
+        pass
     except Exception as e:          # noqa: BLE001
         pytest.fail(f"{_EXAMPLES[which].name} with {picks!r:.300} raised "
                     f"{type(e).__name__}: {e}")

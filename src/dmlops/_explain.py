@@ -179,7 +179,11 @@ def _stand_in(sizes: object, dtype: np.dtype[Any], names: Names, field: str) -> 
     """An array of ``sizes`` that costs no memory, for the planner to read the shape of."""
     shape = as_int_tuple(sizes, names, field)
     check_bounds(shape, 0, names, field, "must not be negative", uint=False)
-    return np.broadcast_to(np.zeros((), dtype), shape)
+    try:
+        return np.broadcast_to(np.zeros((), dtype), shape)
+    except ValueError as e:         # (more elements than NumPy can count)
+        raise names.invalid(f"{field} = {list(shape)} is more than an array can hold "
+                            f"({e})") from None
 
 
 def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: dict[str, Any],
@@ -187,6 +191,8 @@ def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: di
     """The plan the function would make for arrays of these sizes (its own checks, its own
     error messages)."""
     fn, planner, arrays, _ = _FUNCTIONS[op]
+    if not isinstance(ceil_mode, (bool, np.bool_)):
+        raise names.invalid(f"ceil_mode = {ceil_mode!r} must be a bool")
     for key in _NOT_GEOMETRY:
         if key in keywords:
             raise names.invalid(f"{key} is not a geometry keyword of {op}; leave it out")
