@@ -86,7 +86,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   const SeparableGeometry geo(c.x, c.y, c.w);
   const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3];
   const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
-  auto first = [&](const Block<T, A>& b) {
+  auto first = [&](const Block<T, A>& b, Prefetch&) {
     if (geo.last.stride == 1)
       row_sums<T, A, 1>(b, geo, ow);
     else

@@ -34,6 +34,11 @@ template <class T> inline bool separable_path(const MaxPoolCall& c) {
 
 template <class T> using RowMaxima = Block<typename MaxKey<T>::Raw, typename MaxKey<T>::Raw>;
 
+// Whether the first pass asks for part of the next block's input (separable_blocks'
+// first_asks): where its registers hold 4- or 8-byte values, a register's work or more per
+// cache line of input.
+template <class Raw> inline constexpr bool kFirstAsks = sizeof(Raw) >= 4;
+
 // A row's maximum over the positions at[0 .. count) in order (a column whose window leaves
 // the row), or the empty value where none is real; *which: the winner's position in at.
 template <class T>
@@ -106,7 +111,7 @@ inline Vec<Raw, L> pair_maxima(const Raw* p, int64_t w) {
 // no real offset: all ones).
 template <class T, int L, int kStep, bool kIndices = false>
 void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
-                const SeparableIndexing& ix = {}) {
+                Prefetch& early, const SeparableIndexing& ix = {}) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
@@ -115,6 +120,7 @@ void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
   const int64_t w = dl.window, d = dl.dilation;
   const int64_t len = flat_length(b, dl);
   const bool flat = for_each_flat_vector<L>(b, dl, [&](int64_t g, int64_t at) {
+    early.next();
     V best;
     U which{};
     auto take = [&](V v, int64_t j) {
@@ -290,11 +296,11 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
   std::vector<int64_t> hollow;
   for (int64_t o = 0; o < ow; ++o)
     if (geo.last_real[o] == 0) hollow.push_back(o);
-  auto first = [&](const RowMaxima<T>& b) {
+  auto first = [&](const RowMaxima<T>& b, Prefetch& early) {
     if (geo.last.stride == 1)
-      row_maxima<T, L, 1, true>(b, geo, ow, ix);
+      row_maxima<T, L, 1, true>(b, geo, ow, early, ix);
     else
-      row_maxima<T, L, 2, true>(b, geo, ow, ix);
+      row_maxima<T, L, 2, true>(b, geo, ow, early, ix);
   };
   auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
                     int64_t n, int64_t ch, Prefetch& ahead) {
@@ -327,7 +333,7 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
     }
   };
   separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, [&] { return second; },
-                             true);
+                             true, kFirstAsks<Raw>);
 }
 
 template <class T>
@@ -341,11 +347,11 @@ void max_pool_separable(const MaxPoolCall& c) {
   const int64_t ow = c.y.sizes[3], ys = c.y.strides[3];
   const Raw empty = bit_cast<Raw>(empty_value<T>());
   const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
-  auto first = [&](const RowMaxima<T>& b) {
+  auto first = [&](const RowMaxima<T>& b, Prefetch& early) {
     if (geo.last.stride == 1)
-      row_maxima<T, L, 1>(b, geo, ow);
+      row_maxima<T, L, 1>(b, geo, ow, early);
     else
-      row_maxima<T, L, 2>(b, geo, ow);
+      row_maxima<T, L, 2>(b, geo, ow, early);
   };
   auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
                     int64_t, int64_t, Prefetch& ahead) {
@@ -362,7 +368,8 @@ void max_pool_separable(const MaxPoolCall& c) {
       output_row<T>(rows, count, ow, yrow, ys);
     }
   };
-  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, [&] { return second; });
+  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, [&] { return second; },
+                             false, kFirstAsks<Raw>);
 }
 
 }  // namespace dmlops
