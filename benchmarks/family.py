@@ -13,14 +13,11 @@ checked to agree before timing.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
-os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import dmlops as dml  # noqa: E402
+import dmlops as dml
 
 
 def median_ms(fn, repeats):

@@ -227,7 +227,7 @@ class Impl:
     is_dmlops: bool = False
     quick: bool = True            # False: skipped with --quick (slow baselines, and layouts
                                   # of a library that never were its fastest in a full run)
-    compiles: bool = False        # its first call may compile (Numba, XLA): always warmed up
+    compiles: bool = False        # its first call may compile (XLA): always warmed up
     dtypes: frozenset | None = None   # None: every dtype of the workloads
     modes: frozenset | None = None    # padding modes it offers (None: all)
     layouts: tuple = ("nchw", "nhwc")  # which workloads' dmlops layouts it is listed for
@@ -245,7 +245,6 @@ class Impl:
 # import names and the distributions whose versions the header prints
 LIBRARIES = {
     "dmlops": ("dmlops", ["dmlops"]),
-    "numba": ("numba", ["numba"]),
     "numpy": ("numpy", ["numpy"]),
     "torch": ("torch", ["torch"]),
     "onnxruntime": ("onnxruntime", ["onnxruntime", "onnx"]),
@@ -277,29 +276,6 @@ def _require(module: str):
 # ------------------------------------------------------------------------------------------
 # dmlops
 
-def _numba_backend() -> bool:
-    """Registers the earlier Numba kernels of the cpu backend (kept in the source tree, not in
-    the package, until the C++ kernels are at least as fast everywhere) as backend "numba",
-    for the side-by-side comparison; False where Numba or the source tree is missing."""
-    registry = importlib.import_module("dmlops.backends")
-    if "numba" in registry._loaded:
-        return True
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src", "dmlops",
-                       "backends", "numba")
-    if importlib.util.find_spec("numba") is None or not os.path.isdir(src):
-        return False
-    spec = importlib.util.spec_from_file_location(
-        "dmlops.backends.numba", os.path.join(src, "__init__.py"),
-        submodule_search_locations=[src])
-    module = importlib.util.module_from_spec(spec)
-    import sys
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    registry.PREFERENCE["numba"] = spec.name
-    registry._loaded["numba"] = module
-    return True
-
-
 def _dmlops(backend: str, level: str | None = None):
     """The dmlops call of a workload on ``backend``; for the cpu backend with ``level``
     (``baseline``, ``avx2``), that CPU level's module, chosen again at every call (the
@@ -324,8 +300,6 @@ def _dmlops(backend: str, level: str | None = None):
 
 def _dmlops_call(backend: str):
     def prepare(w: Workload, data: Data) -> Bench:
-        if backend == "numba" and not _numba_backend():
-            raise Skip("the Numba kernels need numba and the source tree")
         if backend not in dmlops.backends():
             raise Skip(f"dmlops backend {backend!r} not available")
         d = inputs_of(w, data)
@@ -891,7 +865,6 @@ IMPLS = (
     Impl("dmlops cpu", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("cpu"), is_dmlops=True),
     Impl("dmlops reference", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("reference"),
          is_dmlops=True),
-    Impl("dmlops numba", "numba", _F(POOL_OPS + ("pad",)), _dmlops("numba"), compiles=True),
     Impl("dmlops cpu-avx2", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("cpu", "avx2")),
     Impl("dmlops cpu-baseline", "dmlops", _F(POOL_OPS + ("pad",)), _dmlops("cpu", "baseline")),
     Impl("torch NCHW", "torch", _POOL, _torch_pool("NCHW"),

@@ -78,7 +78,6 @@ def copy_bandwidth(nbytes: int = 1 << 30, runs: int = 5, threads: int = 2) -> fl
 
 
 ROUNDS = 5         # a full run times its implementations in this many interleaved rounds
-PAIRS = 41         # calls of each in the call-by-call comparison of two dmlops backends
 MOST = 200         # calls timed per implementation at most
 
 
@@ -157,27 +156,6 @@ def interleaved(timings: list, budget: float, quick: bool, rounds: int) -> None:
                 t.error = _first_line(e)
 
 
-def paired(run_a, run_b, pairs: int) -> list:
-    """Ratios of one call of ``run_a`` to one of ``run_b`` made right after each other (which
-    goes first alternating), ``pairs`` of them, sorted: two implementations compared with the
-    machine's drift cancelled, where blocks of calls seconds apart differ by more than the
-    difference sought (on a shared host, a workload's time moves by 10-40 % between spells)."""
-    def once(run):
-        t0 = time.perf_counter()
-        run()
-        return time.perf_counter() - t0
-    ratios = []
-    with _no_gc():
-        for i in range(pairs):
-            if i % 2:
-                b = once(run_b)
-                a = once(run_a)
-            else:
-                a = once(run_a)
-                b = once(run_b)
-            ratios.append(a / b)
-    return sorted(ratios)
-
 
 # ------------------------------------------------------------------------------------------
 # Running
@@ -204,7 +182,6 @@ class Report:
     copy_gbps: float
     rows: list = field(default_factory=list)
     oracle: dict = field(default_factory=dict)   # workload id -> implementation compared with
-    paired: dict = field(default_factory=dict)   # workload id -> sorted cpu/numba call ratios
 
 
 def _first_line(e: BaseException) -> str:
@@ -272,15 +249,6 @@ def run_workload(w, data, args, report: Report, log) -> None:
     started += [start_one(w, impl, data, args) for impl in order[alone:]]
     interleaved([t for _, _, t in started[alone:] if t is not None], args.budget, args.quick,
                 1 if args.quick else ROUNDS)
-    # the C++ kernels against the earlier Numba ones, call by call (issue 27's gate)
-    benches = {impl.name: bench for impl, (_, bench, timing) in zip(order, started)
-               if bench is not None and timing is not None and not timing.error}
-    if "dmlops cpu" in benches and "dmlops numba" in benches:
-        try:
-            report.paired[w.id] = paired(benches["dmlops cpu"].run, benches["dmlops numba"].run,
-                                         5 if args.quick else PAIRS)
-        except Exception as e:      # reported as the rows' errors are
-            log(f"  call-by-call comparison failed: {_first_line(e)}")
     want = None
     rows = []
     for impl, (row, bench, timing) in zip(order, started):
@@ -365,18 +333,11 @@ def environment(args) -> list:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     lines = [f"CPU: {cpu}, {cores} cores usable ({os.cpu_count()} online); "
              f"{platform.system()} {platform.release()}; Python {platform.python_version()}"]
-    try:
-        import numba
-        nb = f"numba {numba.__version__} ({numba.config.NUMBA_NUM_THREADS} threads)"
-    except ImportError:
-        nb = "numba not installed"
-    if "numba" in args.backends:
-        peers._numba_backend()       # the earlier kernels, registered where Numba is installed
     available = dmlops.backends()
     timed = ", ".join(b if b in available else f"{b} (not available: skipped)"
                       for b in args.backends)
     lines.append(f"dmlops {dmlops.__version__} ({_git_commit()}): backends available {', '.join(available)}; "
-                 f"timed: {timed}; {nb}")
+                 f"timed: {timed}")
     libs = []
     for lib, (module, dists) in peers.LIBRARIES.items():
         if lib == "dmlops":
@@ -438,10 +399,8 @@ def targets(report: Report):
         w = rows[0].workload
         get = lambda name: next((r for r in rows if r.impl.name == name and r.median), None)
         cpu, ref = get("dmlops cpu"), get("dmlops reference")
-        earlier = get("dmlops numba")
         dm = cpu or ref
-        # the earlier Numba kernels are dmlops's own, not a peer: compared on their own
-        fast = min((r for r in rows if not r.impl.is_dmlops and r.median and r is not earlier),
+        fast = min((r for r in rows if not r.impl.is_dmlops and r.median),
                    key=lambda r: r.median, default=None)
         cells = [wid, w.title]
         if dm is None:
@@ -466,17 +425,6 @@ def targets(report: Report):
                             f" (cpu/reference {cpu.median / ref.median:.2f})")
         else:
             verdicts.append("cpu vs reference: n/a")
-        pairs = report.paired.get(wid)
-        if pairs:
-            # the call-by-call ratios decide (paired): the blocks' medians are seconds apart
-            mid = statistics.median(pairs)
-            q = len(pairs) // 4
-            verdicts.append(("met" if mid <= 1.0 else "MISSED") +
-                            f" (C++/Numba {mid:.2f} call by call, middle half "
-                            f"{pairs[q]:.2f}-{pairs[-q - 1]:.2f})")
-        elif cpu is not None and earlier is not None:
-            verdicts.append(("met" if cpu.median <= earlier.median else "MISSED") +
-                            f" (C++/Numba {cpu.median / earlier.median:.2f})")
         lines.append(cells + [f"{1e3 * dm.median:.2f}{who}", f"{pct:.0f}", peer_cell,
                               w.target, "; ".join(verdicts)])
     return lines
@@ -579,10 +527,9 @@ def main(argv=None) -> int:
                     help="fewer repeats, no slow baselines or secondary layouts (under 2 minutes)")
     ap.add_argument("--workloads", help="comma-separated ids (1i, 5r) or groups (1 = 1, 1i)")
     ap.add_argument("--markdown", action="store_true", help="print a markdown document")
-    ap.add_argument("--backends", default="cpu,reference,numba",
-                    help="dmlops backends to time (default cpu,reference,numba: numba is the "
-                         "earlier kernels, from the source tree, where Numba is installed; "
-                         "cpu-avx2 and cpu-baseline: the cpu backend at that CPU level)")
+    ap.add_argument("--backends", default="cpu,reference",
+                    help="dmlops backends to time (default cpu,reference; cpu-avx2 and "
+                         "cpu-baseline: the cpu backend at that CPU level)")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds of timed repeats per row (default 1.5, 0.05 with --quick)")
     ap.add_argument("--seed", type=int, default=0)

@@ -1,8 +1,7 @@
 """Shapes other than the benchmark's (a script, not a test): short rows (7 to 28 wide), long
 rows (a 3584-wide plane), odd sizes and [16, 96, 100, 100], 3x3 windows at strides 1 and 2
-with padding 1; the cpu backend beside the earlier Numba kernels (``peers.py``'s ``numba``,
-where Numba and the source tree are there), the two taking turns call by call; medians in ms
-and their ratio.
+with padding 1; the cpu backend's median in ms and the bytes it moves per second (read once
+and written once).
 
     python benchmarks/shapes.py [--op avg|max] [--dtype float32] [--stride 2] [--reps 7]
 """
@@ -16,7 +15,6 @@ import time
 import numpy as np
 
 import dmlops
-import peers
 
 SHAPES = [(32, 64, 112, 112), (64, 256, 28, 28), (64, 512, 14, 14), (128, 512, 7, 7),
           (32, 64, 448, 28), (1, 1, 3584, 3584), (1, 1, 3584, 1000), (16, 96, 100, 100),
@@ -30,30 +28,22 @@ def main(argv=None):
     ap.add_argument("--stride", type=int, default=2)
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args(argv)
-    backends = ["cpu"] + (["numba"] if peers._numba_backend() else [])
     fn = dmlops.average_pooling if args.op == "avg" else dmlops.max_pooling
     geo = dict(strides=args.stride, start_padding=1, end_padding=1)
     print(f"{args.op} pooling 3x3, stride {args.stride}, {args.dtype}; median ms")
-    print(f"{'shape':22}" + "".join(f"{b:>9}" for b in backends)
-          + ("  C++/Numba" if len(backends) > 1 else ""))
+    print(f"{'shape':22}{'ms':>9}{'GB/s':>9}")
     for shape in SHAPES:
         x = np.random.default_rng(0).standard_normal(shape).astype(args.dtype)
         y = np.empty(dmlops.pooling_output_sizes(shape, 3, **geo), x.dtype)
-        calls = {b: (lambda b=b: fn(x, 3, out=y, backend=b, **geo)) for b in backends}
-        for call in calls.values():
-            call()
-        times = {b: [] for b in backends}
+        fn(x, 3, out=y, **geo)
+        times = []
         for _ in range(args.reps):
-            for b, call in calls.items():
-                t0 = time.perf_counter()
-                call()
-                times[b].append(time.perf_counter() - t0)
-        med = {b: statistics.median(v) * 1e3 for b, v in times.items()}
-        line = f"{str(list(shape)):22}" + "".join(f"{med[b]:9.2f}" for b in backends)
-        if len(backends) > 1:
-            line += f"  {med['cpu'] / med['numba']:9.2f}"
-        print(line, flush=True)
-
+            t0 = time.perf_counter()
+            fn(x, 3, out=y, **geo)
+            times.append(time.perf_counter() - t0)
+        med = statistics.median(times)
+        print(f"{str(list(shape)):22}{med * 1e3:9.2f}{(x.nbytes + y.nbytes) / med / 1e9:9.2f}",
+              flush=True)
 
 if __name__ == "__main__":
     main()

@@ -653,7 +653,7 @@ PRINT = "json.dump(hashes, sys.stdout)\n"
 def test_results_do_not_depend_on_thread_count():
     procs = []
     for n in (1, 2):
-        env = dict(os.environ, NUMBA_NUM_THREADS=str(n))
+        env = dict(os.environ, DMLOPS_NUM_THREADS=str(n))
         env.pop("DMLOPS_BACKEND", None)
         procs.append(subprocess.Popen([sys.executable, "-c", THREAD_SCRIPT + PRINT], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
