@@ -401,7 +401,7 @@ def padding_geometry(plan: PadPlan, title: str, label: Callable[[str], str],
         x = tuple(c + l for c, l in zip(cell, lo))
         kinds[x] = INPUT if all(0 <= v < n for v, n in zip(x, sizes)) else PADDING
         src = [per_dim[j][c] for j, c in enumerate(cell)]
-        sources[x] = None if None in src else tuple(v for v in src if v is not None)
+        sources[x] = None if None in src else tuple(src)
     mode = plan.mode.name.lower()
     summary = (f"{label('padding_mode')} {mode}, {label('start_padding')} {list(plan.start)}, "
                f"{label('end_padding')} {list(plan.end)}"
