@@ -1247,14 +1247,21 @@ def test_outputs_beyond_memory_are_refused_naming_the_size(monkeypatch):
         dml.max_pooling(np.ones((1, 1, 100), np.float32), 1)
     monkeypatch.undo()
     # a kernel that runs out of memory for its scratch
-    from dmlops import functional
+    from dmlops.backends import cpu
 
-    def no_memory(outputs, run):
-        raise MemoryError("std::bad_alloc")
+    class NoMemory:         # (every kernel raises what nanobind makes of std::bad_alloc)
+        def __getattr__(self, name):
+            def kernel(*args):
+                raise MemoryError("std::bad_alloc")
+            return kernel
 
-    monkeypatch.setattr(functional, "with_native_outputs", no_memory)
-    with pytest.raises(dml.InvalidArgumentError, match="max_pooling: out of memory running"):
-        dml.max_pooling(x, 2)
+    monkeypatch.setattr(cpu, "kernels", NoMemory)
+    for call in (lambda: dml.max_pooling(x, 2, backend="cpu"),
+                 lambda: dml.average_pooling(x, 2, backend="cpu"),
+                 lambda: dml.max_pooling_grad(x, x[..., :2, :2], 2, strides=2, backend="cpu"),
+                 lambda: dml.padding(x, 1, 1, backend="cpu")):
+        with pytest.raises(dml.InvalidArgumentError, match="out of memory running"):
+            call()
 
 
 def test_tensor_desc_strides_are_directml_uints():

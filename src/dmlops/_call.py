@@ -5,7 +5,7 @@ arrays. The functions (``functional``), ``CompiledOperator.execute`` with Dask i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,3 +28,7 @@ class Call:
     # (label, shape, NumPy dtype) of each output
     outputs: Sequence[tuple[str, tuple[int, ...], np.dtype[Any]]]
     extra: dict[str, NDArray[Any]] | None = None   # quantization parameters (read-only arrays)
+    # backend module -> its runner of this call, prepared at the first run of a call planned
+    # for one layout of the arrays (``functional._execute``)
+    runners: dict[Any, Any] = field(default_factory=dict, init=False, compare=False,
+                                    repr=False)

@@ -129,6 +129,20 @@ def _operand_key(v: Any) -> Any:
     return value_key(v)
 
 
+def _operands_key(operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``tuple(map(_operand_key, operands))``, the usual operands (arrays, ``None``) without
+    a call each: this runs on every call."""
+    keys: list[Any] = []
+    for v in operands:
+        if type(v) is np.ndarray:
+            keys.append((v.shape, v.strides, v.dtype, v.flags.writeable))
+        elif v is None:
+            keys.append(None)
+        else:
+            keys.append(_operand_key(v))
+    return tuple(keys)
+
+
 def _operand_facts(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return ArrayFacts(v)
@@ -146,9 +160,7 @@ class _Plans:
         self.size = size
         self._plans: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        return self._plans.get(key)
+        self.lookup = self._plans.get       # (the dictionary's own method: one call less)
 
     def put(self, key: Any, plan: Any) -> None:
         with self._lock:
@@ -177,10 +189,10 @@ def planned(planner: Callable[..., _T], operands: tuple[Any, ...], *params: Any)
     values) and may raise: nothing is kept then.
     """
     try:
-        key = (planner, tuple(map(_operand_key, operands)), _values_key(params))
+        key = (planner, _operands_key(operands), _values_key(params))
     except _Uncacheable:
         return planner(*map(_operand_facts, operands), *params)
-    plan: _T | None = _plans.get(key)
+    plan: _T | None = _plans.lookup(key)
     if plan is None:
         plan = planner(*map(_operand_facts, operands), *params)
         _plans.put(key, plan)

@@ -775,7 +775,10 @@ def check_no_overlap(names: Names, inputs: Iterable[tuple[str, NDArray[Any]]],
 def with_native_outputs(views: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object]
                         ) -> None:
     """Run ``run(outputs)`` with native-byte-order outputs, copying back where a view is not."""
-    if all(v.dtype.isnative for v in views):    # the usual case, on every call: no copies
+    for v in views:     # (a loop, not all(): this runs on every call)
+        if not v.dtype.isnative:
+            break
+    else:                   # the usual case: no copies
         run(views)
         return
     temps = [v if v.dtype.isnative else np.empty(v.shape, v.dtype.newbyteorder("="))

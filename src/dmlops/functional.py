@@ -32,7 +32,7 @@ from ._call import Call
 from ._plancache import ArrayFacts, planned
 from .descs import check_no_overlap, run_padding, with_native_outputs
 from .dtypes import NATIVE_DTYPES, DataType, PaddingMode
-from .errors import InvalidArgumentError, Names
+from .errors import DmlError, InvalidArgumentError, Names
 from .tensor import check_distinct, check_fits_memory, native, native_dtype, new_array
 
 if TYPE_CHECKING:
@@ -128,8 +128,8 @@ def _callers_kind(fn: _F) -> _F:
     def call(*args: Any, **kw: Any) -> Any:
         x = args[0] if args else kw.get(first)
         out = kw.get("out")
-        if out is None and type(x) is np.ndarray:      # (the usual call: nothing to do)
-            return fn(*args, **kw)
+        if type(x) is np.ndarray and (out is None or type(out) is np.ndarray):
+            return fn(*args, **kw)      # (the usual call: nothing to do)
         given = out if isinstance(out, (tuple, list)) else (out,)
         if not _is_torch(x) and not any(_is_torch(o) for o in given):
             return fn(*args, **kw)
@@ -161,6 +161,14 @@ def _outputs(call: Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
     """The outputs: those given, and new C-contiguous arrays for the others. A given one
     must share no memory with an input or another output: what memory an array uses is the
     one thing a kept plan cannot know, so this is checked on every call."""
+    if len(outs) == 1:      # (the usual call, checked with less work)
+        (out,), ((label, shape, dtype),) = outs, call.outputs
+        if out is None:
+            return [new_array(shape, dtype, call.names, label)]
+        for a in inputs:
+            if np.may_share_memory(out, a):     # (perhaps: the exact check, the message)
+                check_no_overlap(call.names, zip(call.inputs, inputs), ((label, out),))
+        return [out]
     ys, given = [], []
     new = [(label, shape, dtype) for out, (label, shape, dtype) in zip(outs, call.outputs)
            if out is None]
@@ -179,8 +187,51 @@ def _outputs(call: Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
 
 def _kernels(call: Call, backend: str | None) -> ModuleType:
     """The backend's kernels, resolved on every call (``set_backend`` and
-    ``DMLOPS_BACKEND`` may change between calls)."""
-    return reraise(call.names, resolve_backend, backend)[1]
+    ``DMLOPS_BACKEND`` may change between calls; ``reraise``, written out: this runs on
+    every call)."""
+    try:
+        return resolve_backend(backend)[1]
+    except DmlError as e:
+        raise type(e)(f"{call.names.op}: {e}") from None
+
+
+def _execute(call: Call, backend: str | None, x: NDArray[Any], ys: list[NDArray[Any]],
+             extra: dict[str, NDArray[Any]] | None = None) -> None:
+    """Run a planned pooling or padding call on ``backend``, through the backend's runner
+    for the layout the call was planned for (``prepare_pooling`` / ``prepare_padding``,
+    where it has them): prepared at the call's first run and kept with the plan, so that a
+    repeated small call spends its time in the kernel."""
+    kernels = _kernels(call, backend)
+    run = call.runners.get(kernels)
+    if run is None:
+        run = call.runners[kernels] = _prepare(call, kernels, x)
+    if not x.dtype.isnative:
+        x = native(x)
+    for y in ys:
+        if not y.dtype.isnative:
+            break
+    else:       # (the usual case, in fewer calls than _run's)
+        if 0 not in ys[0].shape:
+            try:
+                run(x, ys, extra)
+            except MemoryError as e:
+                raise _out_of_memory(call.names, ys, e) from None
+        return
+    _run(ys, lambda o: run(x, o, extra), call.names)
+
+
+def _prepare(call: Call, kernels: ModuleType, x: NDArray[Any]) -> Callable[..., None]:
+    plan = call.plan
+    if isinstance(plan, _pad.PadPlan):
+        prepare = getattr(kernels, "prepare_padding", None)
+        if prepare is not None:
+            return cast("Callable[..., None]", prepare(plan, x))
+        return lambda x, outputs, extra: run_padding(plan, kernels, x, outputs[0])
+    prepare = getattr(kernels, "prepare_pooling", None)
+    run = None if prepare is None else prepare(plan, x)
+    if run is None:
+        return lambda x, outputs, extra: _pool.run_pooling(plan, kernels, x, outputs, extra)
+    return cast("Callable[..., None]", run)
 
 
 def _run(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object],
@@ -189,10 +240,16 @@ def _run(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object
         return
     try:
         with_native_outputs(outputs, run)
-    except MemoryError as e:        # (a kernel's scratch, proportional to an output's row)
-        raise InvalidArgumentError(f"{names.op}: out of memory running the kernel for outputs of "
-                                   f"shapes {[list(o.shape) for o in outputs]}: "
-                                   f"{e or 'std::bad_alloc'}") from None
+    except MemoryError as e:
+        raise _out_of_memory(names, outputs, e) from None
+
+
+def _out_of_memory(names: Names, outputs: Sequence[NDArray[Any]], e: MemoryError
+                   ) -> InvalidArgumentError:
+    """A kernel's scratch (proportional to an output's row) could not be had."""
+    return InvalidArgumentError(f"{names.op}: out of memory running the kernel for outputs of "
+                                f"shapes {[list(o.shape) for o in outputs]}: "
+                                f"{e or 'std::bad_alloc'}")
 
 
 # --- planning: pure, kept by the plan cache ---------------------------------------------
@@ -352,8 +409,7 @@ def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts
     call = planned(_plan_average_pooling, (x, out), window_size, strides, start_padding,
                    end_padding, dilations, include_padding, output_sizes)
     (y,) = _outputs(call, [out], [x])
-    kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o), call.names)
+    _execute(call, backend, x, [y])
     return y
 
 
@@ -521,8 +577,7 @@ def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1
                    end_padding, dilations, output_sizes, pair, indices_dtype)
     outs = ([None, None] if out is None else list(out)) if pair else [out]
     ys = _outputs(call, outs, [x])
-    kernels = _kernels(call, backend)
-    _run(ys, lambda o: _pool.run_pooling(call.plan, kernels, native(x), o), call.names)
+    _execute(call, backend, x, ys)
     return (ys[0], ys[1]) if pair else ys[0]
 
 
@@ -602,9 +657,7 @@ def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
     call = planned(_plan_max_pooling_grad, (x, dy, out), window_size, strides, start_padding,
                    end_padding, dilations)
     (dx,) = _outputs(call, [out], [x, dy])
-    kernels = _kernels(call, backend)
-    _run([dx], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o,
-                                           {"dy": native(dy)}), call.names)
+    _execute(call, backend, x, [dx], {"dy": native(dy)})
     return dx
 
 
@@ -689,8 +742,7 @@ def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes:
     call = planned(_plan_average_pooling_grad, (dy, out), window_size, input_sizes, strides,
                    start_padding, end_padding, dilations, include_padding)
     (dx,) = _outputs(call, [out], [dy])
-    kernels = _kernels(call, backend)
-    _run([dx], lambda o: _pool.run_pooling(call.plan, kernels, native(dy), o), call.names)
+    _execute(call, backend, dy, [dx])
     return dx
 
 
@@ -758,8 +810,7 @@ def lp_pooling(x: ArrayInput, window_size: IntOrInts, *, p: int = 2, strides: In
     call = planned(_plan_lp_pooling, (x, out), window_size, p, strides, start_padding,
                    end_padding, dilations, output_sizes)
     (y,) = _outputs(call, [out], [x])
-    kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o), call.names)
+    _execute(call, backend, x, [y])
     return y
 
 
@@ -1082,8 +1133,7 @@ def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
                    output_zero_point, window_size, strides, start_padding, end_padding,
                    dilations, include_padding, output_dtype)
     (y,) = _outputs(call, [out], [x])
-    kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_pooling(call.plan, kernels, native(x), o, call.extra), call.names)
+    _execute(call, backend, x, [y], call.extra)
     return y
 
 
@@ -1231,14 +1281,14 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
     x = _input(x, "padding")
     call = planned(_plan_padding, (x, out), start_padding, end_padding, mode, value)
     (y,) = _outputs(call, [out], [x])
-    kernels = _kernels(call, backend)
     plan = call.plan
     if x.size == 0:
+        _kernels(call, backend)     # (a backend's error before the arrays')
         if y.size:
             if plan.mode != PaddingMode.CONSTANT:
                 raise call.names.invalid(f"x has shape {x.shape}; only constant padding can "
                                          f"pad an empty dimension")
             y[...] = plan.value
         return y
-    with_native_outputs([y], lambda o: run_padding(plan, kernels, native(x), o[0]))
+    _execute(call, backend, x, [y])
     return y

@@ -82,7 +82,11 @@ def set_num_threads(n: int | None) -> None:
     _chosen = None if n is None else _positive(n, "set_num_threads(n)")
 
 
-_local = threading.local()
+class _Local(threading.local):
+    alone = False       # (a class default: a missing attribute costs an exception per call)
+
+
+_local = _Local()
 
 
 @contextmanager
@@ -95,7 +99,7 @@ def on_this_thread() -> Iterator[None]:
     ...     get_num_threads()
     1
     """
-    was = getattr(_local, "alone", False)
+    was = _local.alone
     _local.alone = True
     try:
         yield
@@ -105,7 +109,7 @@ def on_this_thread() -> Iterator[None]:
 
 def get_num_threads() -> int:
     """The number of threads the cpu kernels use now."""
-    if getattr(_local, "alone", False):
+    if _local.alone:
         return 1
     if _chosen is not None:
         return _chosen

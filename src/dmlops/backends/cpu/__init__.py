@@ -9,8 +9,9 @@ count. Everything was validated by the caller.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -20,7 +21,11 @@ from ._levels import baseline, kernels, level, set_level, supported  # noqa: F40
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike, NDArray
 
+_A = TypeVar("_A", bound="NDArray[Any] | None")
+
 NAME = "cpu"
+# run(x, outputs, extra): one call of a prepared operator
+Runner = Callable[..., None]
 ALL_ONES = (1 << 64) - 1      # SPEC's "no element" index, all ones at every width
 FORCE_PLAIN = False           # run the plain kernels only (tests compare the paths)
 
@@ -70,58 +75,79 @@ def _readable(a: NDArray[Any]) -> NDArray[Any]:
     return a if a is None or a.flags.aligned else np.array(a)
 
 
-def _writable(a: NDArray[Any]) -> NDArray[Any]:
+def _writable(a: _A) -> _A:
     """``a`` itself when the kernels can write it in place (elements aligned to their size),
     else an aligned stand-in that ``_copy_back`` copies into ``a``. (Two plain functions,
     not a context manager: a small call's time is mostly such per-call overhead.)"""
-    return a if a is None or a.flags.aligned else np.empty_like(a)
+    return a if a is None or a.flags.aligned else cast("_A", np.empty_like(a))
 
 
-def _copy_back(given: NDArray[Any], used: NDArray[Any]) -> None:
+def _copy_back(given: NDArray[Any] | None, used: NDArray[Any] | None) -> None:
     if used is not given:
+        assert given is not None
         given[...] = used
 
 
-def _max_layout(x: NDArray[Any], window: Sequence[int], strides: Sequence[int],
-                start: Sequence[int], dilations: Sequence[int], *outputs: NDArray[Any]
-                ) -> tuple[Any, ...]:
-    """The pitch, window and views max pooling and its gradient's argmax run with:
-    channels-last inputs with the channels innermost (the pitch keeps flat indices in the
-    caller's order)."""
+def _max_runner(x: NDArray[Any], window: Sequence[int], strides: Sequence[int],
+                start: Sequence[int], dilations: Sequence[int]
+                ) -> Runner:
+    """Max pooling (values, indices or both) of inputs of ``x``'s shape and strides:
+    channels-last inputs run with the channels innermost, and the pitch keeps their flat
+    indices in the caller's order."""
     pitch = _pitch(x.shape)
-    if _channels_last(x):
+    cl = _channels_last(x)
+    if cl:
         window, strides, start, _, dilations = _window_cl(window, strides, start, start,
                                                           dilations)
         pitch = [pitch[0], 0] + pitch[2:] + [pitch[1]]
-        x = _to_channels_last(x)
-        outputs = tuple(None if a is None else _to_channels_last(a) for a in outputs)
-    return (pitch, x, window, strides, start, dilations) + outputs
+
+    def run(x: NDArray[Any], outputs: Sequence[NDArray[Any] | None], extra: Any = None
+            ) -> None:
+        y, indices = outputs[0], outputs[1] if len(outputs) > 1 else None
+        if cl:
+            x = _to_channels_last(x)
+            y = None if y is None else _to_channels_last(y)
+            indices = None if indices is None else _to_channels_last(indices)
+        y_out, i_out = _writable(y), _writable(indices)
+        # (a window with no element: all ones at the indices' width, ALL_ONES at any width)
+        kernels().max_pool(_readable(x), y_out, i_out, window, strides, start, dilations,
+                           pitch, ALL_ONES, get_num_threads(), FORCE_PLAIN)
+        _copy_back(y, y_out)
+        _copy_back(indices, i_out)
+    return run
 
 
 def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], window: Sequence[int],
                 strides: Sequence[int], start: Sequence[int], dilations: Sequence[int],
                 empty_index: int|None) -> None:
-    # (empty_index, all ones at its width, is what ALL_ONES writes at any width)
-    pitch, x, window, strides, start, dilations, y, indices = _max_layout(
-        x, window, strides, start, dilations, y, indices)
-    y_out, i_out = _writable(y), _writable(indices)
-    kernels().max_pool(_readable(x), y_out, i_out, window, strides, start, dilations, pitch,
-                       ALL_ONES, get_num_threads(), FORCE_PLAIN)
-    _copy_back(y, y_out)
-    _copy_back(indices, i_out)
+    _max_runner(x, window, strides, start, dilations)(x, (y, indices))
+
+
+def _average_runner(x: NDArray[Any], window: Sequence[int], strides: Sequence[int],
+                    start: Sequence[int], end: Sequence[int], dilations: Sequence[int],
+                    include_padding: bool) -> Runner:
+    """Average pooling of inputs of ``x``'s shape and strides."""
+    cl = _channels_last(x)
+    if cl:
+        window, strides, start, end, dilations = _window_cl(window, strides, start, end,
+                                                            dilations)
+    include = bool(include_padding)
+
+    def run(x: NDArray[Any], outputs: Sequence[NDArray[Any]], extra: Any = None) -> None:
+        y = outputs[0]
+        if cl:
+            x, y = _to_channels_last(x), _to_channels_last(y)
+        out = _writable(y)
+        kernels().average_pool(_readable(x), out, window, strides, start, end, dilations,
+                               include, get_num_threads(), FORCE_PLAIN)
+        _copy_back(y, out)
+    return run
 
 
 def average_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
                     start: Sequence[int], end: Sequence[int], dilations: Sequence[int],
                     include_padding: bool) -> None:
-    if _channels_last(x):
-        window, strides, start, end, dilations = _window_cl(window, strides, start, end,
-                                                            dilations)
-        x, y = _to_channels_last(x), _to_channels_last(y)
-    out = _writable(y)
-    kernels().average_pool(_readable(x), out, window, strides, start, end, dilations,
-                           bool(include_padding), get_num_threads(), FORCE_PLAIN)
-    _copy_back(y, out)
+    _average_runner(x, window, strides, start, end, dilations, include_padding)(x, (y,))
 
 
 def _per_channel(a: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
@@ -173,13 +199,9 @@ def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], window
     # the argmax of every window (flat indices, as max pooling gives them), then the scatter;
     # 4-byte indices where every flat index and the empty marker (all ones) fit
     arg = np.empty(dy.shape, np.uint32 if x.size < ARGMAX32_MOST else np.uint64)
-    pitch, x, window, strides, start, dilations, arg_view = _max_layout(
-        x, window, strides, start, dilations, arg)
-    k, threads = kernels(), get_num_threads()
-    k.max_pool(_readable(x), None, arg_view, window, strides, start, dilations, pitch,
-               ALL_ONES, threads, FORCE_PLAIN)
+    _max_runner(x, window, strides, start, dilations)(x, (None, arg))
     out = _writable(dx)
-    k.max_pool_grad(_readable(dy), arg, out, ALL_ONES, threads)
+    kernels().max_pool_grad(_readable(dy), arg, out, ALL_ONES, get_num_threads())
     _copy_back(dx, out)
 
 
@@ -216,9 +238,39 @@ def roi_pooling(x: NDArray[Any], regions: NDArray[Any], y: NDArray[Any]) -> None
     _copy_back(y, out)
 
 
+def _padding_runner(x: NDArray[Any], start: Sequence[int], mode: int, value: Any) -> Runner:
+    """Padding of inputs of ``x``'s data type: the value as the bits of that type."""
+    dtype = x.dtype.newbyteorder("=")
+    bits = int.from_bytes(np.asarray(value, dtype).tobytes(), sys.byteorder)
+    start, mode = list(start), int(mode)
+
+    def run(x: NDArray[Any], outputs: Sequence[NDArray[Any]], extra: Any = None) -> None:
+        y = outputs[0]
+        out = _writable(y)
+        kernels().padding(_readable(x), out, start, mode, bits, get_num_threads(), FORCE_PLAIN)
+        _copy_back(y, out)
+    return run
+
+
 def padding(x: NDArray[Any], y: NDArray[Any], start: Sequence[int], mode: int, value: Any) -> None:
-    bits = int(np.asarray(value, y.dtype).reshape(()).view(f"u{y.dtype.itemsize}"))
-    out = _writable(y)
-    kernels().padding(_readable(x), out, list(start), int(mode), bits, get_num_threads(),
-                      FORCE_PLAIN)
-    _copy_back(y, out)
+    _padding_runner(x, start, mode, value)(x, (y,))
+
+
+# Runners prepared once per planned call (the functions keep them with the plan): the
+# layout work above, done on every call otherwise, is a small call's largest cost after
+# the kernel itself. Each is called as ``run(x, outputs, extra)``, as ``run_pooling``.
+def prepare_pooling(plan: Any, x: NDArray[Any]) -> Runner | None:
+    """A runner of pooling ``plan`` for inputs of ``x``'s shape, strides and data type, or
+    None where this backend has none (the caller then calls the functions above)."""
+    g = plan.geometry
+    if plan.kind == "max":
+        return _max_runner(x, g.window, g.strides, g.start, g.dilations)
+    if plan.kind == "average":
+        return _average_runner(x, g.window, g.strides, g.start, g.end, g.dilations,
+                               plan.include_padding)
+    return None
+
+
+def prepare_padding(plan: Any, x: NDArray[Any]) -> Runner:
+    """A runner of padding ``plan`` for inputs of ``x``'s data type."""
+    return _padding_runner(x, plan.start, plan.mode, plan.value)
