@@ -6,14 +6,21 @@ timed in batches of calls; prints the median and the lowest batch's time per cal
 With ``--flush``, every call follows a 64 MiB write, as a call does after a large kernel has
 left nothing of dmlops in the caches.
 
-    python benchmarks/latency.py [--flush] [--backend cpu]
+First, what a new process pays (issue 27's limits: 0.15 s, 50 ms): ``import dmlops`` in new
+processes (NumPy's own import included, and given alone beside it), and each call's first
+time in a new process less its later time.
+
+    python benchmarks/latency.py [--flush] [--backend cpu] [--processes 7]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -43,12 +50,58 @@ def cases(backend):
     }
 
 
+_IMPORT = """
+import time
+t0 = time.perf_counter()
+import numpy
+t1 = time.perf_counter()
+import dmlops
+t2 = time.perf_counter()
+print(t2 - t0, t1 - t0)
+"""
+
+_FIRST = """
+import sys, time
+sys.path.insert(0, {here!r})
+import latency
+call = latency.cases({backend!r})[{name!r}]
+t0 = time.perf_counter(); call(); first = time.perf_counter() - t0
+later = []
+for _ in range(21):
+    t0 = time.perf_counter(); call(); later.append(time.perf_counter() - t0)
+print(first - sorted(later)[10])
+"""
+
+
+def _child(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def startup(backend: str, processes: int) -> None:
+    """``import dmlops`` and each call's first time, in new processes: medians."""
+    imports = [tuple(map(float, _child(_IMPORT).split())) for _ in range(processes)]
+    print(f"import dmlops, new process: {statistics.median(t for t, _ in imports) * 1e3:.0f} ms"
+          f" median of {processes} (NumPy alone "
+          f"{statistics.median(n for _, n in imports) * 1e3:.0f} ms)")
+    print("each call's first time less its later time, new process per call (ms, median):")
+    here = str(Path(__file__).resolve().parent)
+    for name in cases(backend):
+        code = _FIRST.format(here=here, backend=backend, name=name)
+        extra = [float(_child(code)) for _ in range(processes)]
+        print(f"  {name:40} {statistics.median(extra) * 1e3:8.2f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--flush", action="store_true", help="a 64 MiB write before every call")
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--batches", type=int, default=15)
+    ap.add_argument("--processes", type=int, default=7,
+                    help="new processes for the import and first-call times (0: none)")
     args = ap.parse_args(argv)
+    if args.processes:
+        startup(args.backend, args.processes)
     junk = np.empty(1 << 24, np.float32)
     batch = 20 if args.flush else 500
     print(f"dmlops {dmlops.__version__}, backend {args.backend}"

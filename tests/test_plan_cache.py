@@ -308,6 +308,15 @@ def test_equal_but_different_values_are_different_keys():
     dml.max_pooling(x, 2)
     with pytest.raises(dml.InvalidArgumentError, match="window_size"):
         dml.max_pooling(x, 2.0)
+    # inside sequences too (keyed element by element with their types)
+    dml.max_pooling(x, (2, 1))
+    for window in ((2, 1.0), [2, True], (2, np.float64(1))):
+        with pytest.raises(dml.InvalidArgumentError, match="window_size"):
+            dml.max_pooling(x, window)
+    dml.padding(x, (0, 0, 1, 1), (0, 0, 1, 1))
+    with pytest.raises(dml.InvalidArgumentError, match="start_padding"):
+        dml.padding(x, (0, 0, True, 1), (0, 0, 1, 1))
+    assert dml.padding(x, [0, 0, 1, 1], (0, 0, 1, 1)).shape == (1, 1, 4, 4)
 
 
 def test_bounded(monkeypatch):

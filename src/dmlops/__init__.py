@@ -12,21 +12,50 @@ Two layers share one validation:
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .backends import backends, get_backend, set_backend
-from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc,
-                    AveragePoolingGradDesc, CompiledOperator, LpPooling1Desc, LpPoolingDesc,
-                    MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, MaxPoolingGradDesc,
-                    MaxUnpoolingDesc, Padding1Desc, PaddingDesc,
-                    QuantizedLinearAveragePoolingDesc, RoiPoolingDesc, compile_operator)
 from .dtypes import DataType, FeatureLevel, PaddingMode
 from .errors import DmlError, InvalidArgumentError, UnsupportedError
-from ._explain import explain, explain_text
 from .functional import (average_pooling, average_pooling_grad, lp_pooling, max_pooling,
                          max_pooling_grad, max_unpooling, padding,
                          quantized_linear_average_pooling, roi_pooling)
 from .tensor import TensorDesc
 from .threads import get_num_threads, set_num_threads
 from .window import onnx_pads, pooling_output_sizes
+
+if TYPE_CHECKING:
+    from ._explain import explain, explain_text
+    from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc,
+                        AveragePoolingGradDesc, CompiledOperator, LpPooling1Desc, LpPoolingDesc,
+                        MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, MaxPoolingGradDesc,
+                        MaxUnpoolingDesc, Padding1Desc, PaddingDesc,
+                        QuantizedLinearAveragePoolingDesc, RoiPoolingDesc, compile_operator)
+
+# Imported at first use (PEP 562): the descriptions' dataclasses and the pictures' module are
+# a third of the package's import time, which a script calling the functions never needs.
+_LAZY = {"explain": "._explain", "explain_text": "._explain",
+         **dict.fromkeys(("DESC_CLASSES", "AveragePooling1Desc", "AveragePoolingDesc",
+                          "AveragePoolingGradDesc", "CompiledOperator", "LpPooling1Desc",
+                          "LpPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
+                          "MaxPoolingDesc", "MaxPoolingGradDesc", "MaxUnpoolingDesc",
+                          "Padding1Desc", "PaddingDesc", "QuantizedLinearAveragePoolingDesc",
+                          "RoiPoolingDesc", "compile_operator"), ".descs")}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dmlops' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

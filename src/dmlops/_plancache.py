@@ -118,7 +118,17 @@ def _values_key(values: Sequence[Any]) -> tuple[Any, ...]:
     types = tuple(map(type, values))
     if _ATOM_TYPES.issuperset(types):   # the usual case: what value_key's pairs would say,
         return types, tuple(values)     # without a call per value
-    return None, tuple(map(value_key, values))
+    keys: list[Any] = []                # (each value's type is in ``types``)
+    for v, t in zip(values, types):
+        if t in _ATOM_TYPES:
+            keys.append(v)
+        elif t is tuple or t is list:   # (sizes and paddings: atoms, keyed as above)
+            inner = tuple(map(type, v))
+            keys.append((inner, tuple(v)) if _ATOM_TYPES.issuperset(inner)
+                        else value_key(v))
+        else:
+            keys.append(value_key(v))
+    return types, tuple(keys)
 
 
 def _operand_key(v: Any) -> Any:

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
@@ -26,7 +26,6 @@ import numpy as np
 
 from .backends import resolve as resolve_backend
 from . import _dask
-from . import padding as _pad
 from . import pooling as _pool
 from ._args import is_int, reraise
 from ._plancache import planned
@@ -34,9 +33,11 @@ from .dtypes import DataType, PaddingMode, data_type, feature_level as _feature_
 from .dtypes import padding_mode
 from ._call import Call
 from .errors import DmlError, InvalidArgumentError, Names
+from .padding import (PadPlan, check_pad_values, convert_value, exact_value, float32_field,
+                      mode_value, pad_lengths, plan_padding, run_padding)
 from .support import OPERATORS
-from .tensor import (TensorDesc, bind, check_tensor_desc, check_tensor_values, native, new_array,
-                     strides_alias)
+from .tensor import (TensorDesc, bind, check_no_overlap, check_tensor_desc, check_tensor_values,
+                     native, new_array, strides_alias, with_native_outputs)
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -534,11 +535,11 @@ def _quant_desc_types(desc: Any, names: Names) -> bool:
     return True
 
 
-def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> _pad.PadPlan:
+def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> PadPlan:
     op = desc._op
     _tensor_phase1(desc, names)
     x, y = desc.input_tensor, desc.output_tensor
-    mode = _pad.plan_padding(op, level, names, x.data_type, x.rank, y.data_type, y.rank,
+    mode = plan_padding(op, level, names, x.data_type, x.rank, y.data_type, y.rank,
                              desc.padding_mode)
     if op == "PADDING1" and desc.padding_value_data_type is not None:
         vdt = reraise(names, data_type, desc.padding_value_data_type,
@@ -547,10 +548,10 @@ def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> _pad.Pa
             raise names.invalid(f"padding_value_data_type = {vdt.name} must equal the output "
                                 f"type {y.data_type.name}")
     _check_dimension_count(desc, names, x.rank, f"the {x.rank}-D input's rank")
-    start, end = _pad.pad_lengths(desc.start_padding, desc.end_padding, x.rank, names,
+    start, end = pad_lengths(desc.start_padding, desc.end_padding, x.rank, names,
                                   allow_scalar=True)
     _tensor_phase3(desc, names)
-    _pad.check_pad_values(x.sizes, start, end, mode, names)
+    check_pad_values(x.sizes, start, end, mode, names)
     expected = tuple(n + a + b for n, a, b in zip(x.sizes, start, end))
     if y.sizes != expected:
         d = next(i for i in range(len(expected)) if y.sizes[i] != expected[i])
@@ -558,12 +559,12 @@ def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> _pad.Pa
                             f"{x.sizes[d]} + start_padding {start[d]} + end_padding {end[d]} "
                             f"= {expected[d]}")
     if op == "PADDING":
-        value = _pad.mode_value(mode, x.data_type, lambda: _pad.convert_value(
-            _pad.float32_field(desc.padding_value, names, "value"), x.data_type, names))
+        value = mode_value(mode, x.data_type, lambda: convert_value(
+            float32_field(desc.padding_value, names, "value"), x.data_type, names))
     else:
-        value = _pad.mode_value(mode, x.data_type, lambda: _pad.exact_value(
+        value = mode_value(mode, x.data_type, lambda: exact_value(
             desc.padding_value, x.data_type, names, "value"))
-    return _pad.PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
+    return PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
 
 
 def _plan(desc: Any, level: FeatureLevel | None) -> Any:
@@ -704,7 +705,7 @@ class CompiledOperator:
                                        names)
         call = Call(names, plan, tuple(lazy), outs, extra)
         kernels = self._kernels
-        if isinstance(plan, _pad.PadPlan):
+        if isinstance(plan, PadPlan):
             ys = [_dask.padding(x, plan, None, names)]
         elif isinstance(plan, _pool.UnpoolPlan):
             ys = [_dask.unpooling(x, lazy["indices_tensor"], call, kernels, None,
@@ -724,7 +725,7 @@ class CompiledOperator:
 
     def _run(self, x: Any, outs: Any, views: Any, extra: Any, names: Names) -> None:
         plan, kernels = self.plan, self._kernels
-        if isinstance(plan, _pad.PadPlan):
+        if isinstance(plan, PadPlan):
             run_padding(plan, kernels, x, outs[0])
         elif isinstance(plan, _pool.UnpoolPlan):
             _pool.run_unpooling(plan, kernels, x, native(views["indices_tensor"]), outs,
@@ -752,42 +753,3 @@ class CompiledOperator:
             else:
                 out[key] = np.zeros((1,) * rank, dtype=np.int64)
         return out
-
-
-def check_no_overlap(names: Names, inputs: Iterable[tuple[str, NDArray[Any]]],
-                     outputs: Iterable[tuple[str, NDArray[Any]]]) -> None:
-    """An output may share memory neither with an input nor with another output."""
-    earlier = list(inputs)
-    for fo, o in outputs:
-        for fi, a in earlier:
-            if np.may_share_memory(o, a):
-                try:
-                    # (NumPy's stubs allow max_work -1 or 0 alone; any bound works)
-                    overlap = np.shares_memory(o, a, max_work=100_000)  # type: ignore[arg-type]
-                except np.exceptions.TooHardError:
-                    overlap = True
-                if overlap:
-                    raise names.invalid(f"{fo} shares memory with {fi}; outputs must not "
-                                        f"overlap inputs or each other")
-        earlier.append((fo, o))
-
-
-def with_native_outputs(views: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object]
-                        ) -> None:
-    """Run ``run(outputs)`` with native-byte-order outputs, copying back where a view is not."""
-    for v in views:     # (a loop, not all(): this runs on every call)
-        if not v.dtype.isnative:
-            break
-    else:                   # the usual case: no copies
-        run(views)
-        return
-    temps = [v if v.dtype.isnative else np.empty(v.shape, v.dtype.newbyteorder("="))
-             for v in views]
-    run(temps)
-    for v, t in zip(views, temps):
-        if t is not v:
-            v[...] = t
-
-
-def run_padding(plan: Any, kernels: ModuleType, x: Any, y: NDArray[Any]) -> None:
-    kernels.padding(x, y, plan.start, int(plan.mode), np.asarray(plan.value, dtype=y.dtype))

@@ -30,10 +30,10 @@ from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
 from ._call import Call
 from ._plancache import ArrayFacts, planned
-from .descs import check_no_overlap, run_padding, with_native_outputs
 from .dtypes import NATIVE_DTYPES, DataType, PaddingMode
 from .errors import DmlError, InvalidArgumentError, Names
-from .tensor import check_distinct, check_fits_memory, native, native_dtype, new_array
+from .tensor import (check_distinct, check_fits_memory, check_no_overlap, native, native_dtype,
+                     new_array, with_native_outputs)
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -226,7 +226,7 @@ def _prepare(call: Call, kernels: ModuleType, x: NDArray[Any]) -> Callable[..., 
         prepare = getattr(kernels, "prepare_padding", None)
         if prepare is not None:
             return cast("Callable[..., None]", prepare(plan, x))
-        return lambda x, outputs, extra: run_padding(plan, kernels, x, outputs[0])
+        return lambda x, outputs, extra: _pad.run_padding(plan, kernels, x, outputs[0])
     prepare = getattr(kernels, "prepare_pooling", None)
     run = None if prepare is None else prepare(plan, x)
     if run is None:

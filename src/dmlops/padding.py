@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,6 +17,10 @@ from .errors import Names
 from .support import first_level
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from numpy.typing import NDArray
+
     from .dtypes import FeatureLevel
     from .support import Row
 
@@ -104,6 +107,8 @@ def _round_int_to_float(v: int, dtype: np.dtype[Any]) -> Any:
             return dtype.type(math.inf if v > 0 else -math.inf)
     if not np.isfinite(f):
         return f
+    from fractions import Fraction     # (only here: 2 ms of every import otherwise)
+
     exact = Fraction(v)
     best = f
     with np.errstate(over="ignore"):
@@ -177,3 +182,7 @@ def exact_value(value: Any, dt: DataType, names: Names, field: str) -> Any:
     elif np.isinf(converted) and not (isinstance(raw, float) and math.isinf(raw)):
         raise names.invalid(f"{names(field)} = {raw!r} overflows {dt.name}")
     return converted
+
+
+def run_padding(plan: Any, kernels: ModuleType, x: Any, y: NDArray[Any]) -> None:
+    kernels.padding(x, y, plan.start, int(plan.mode), np.asarray(plan.value, dtype=y.dtype))

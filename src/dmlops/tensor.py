@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -335,3 +335,38 @@ def check_fits_memory(arrays: Sequence[tuple[str, Sequence[int], DTypeLike]], na
     if too_big:
         fields = ", ".join(names(f) for f, _, _ in arrays)
         raise names.invalid(f"{fields} together need {too_big}")
+
+
+def check_no_overlap(names: Names, inputs: Iterable[tuple[str, NDArray[Any]]],
+                     outputs: Iterable[tuple[str, NDArray[Any]]]) -> None:
+    """An output may share memory neither with an input nor with another output."""
+    earlier = list(inputs)
+    for fo, o in outputs:
+        for fi, a in earlier:
+            if np.may_share_memory(o, a):
+                try:
+                    # (NumPy's stubs allow max_work -1 or 0 alone; any bound works)
+                    overlap = np.shares_memory(o, a, max_work=100_000)  # type: ignore[arg-type]
+                except np.exceptions.TooHardError:
+                    overlap = True
+                if overlap:
+                    raise names.invalid(f"{fo} shares memory with {fi}; outputs must not "
+                                        f"overlap inputs or each other")
+        earlier.append((fo, o))
+
+
+def with_native_outputs(views: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object]
+                        ) -> None:
+    """Run ``run(outputs)`` with native-byte-order outputs, copying back where a view is not."""
+    for v in views:     # (a loop, not all(): this runs on every call)
+        if not v.dtype.isnative:
+            break
+    else:                   # the usual case: no copies
+        run(views)
+        return
+    temps = [v if v.dtype.isnative else np.empty(v.shape, v.dtype.newbyteorder("="))
+             for v in views]
+    run(temps)
+    for v, t in zip(views, temps):
+        if t is not v:
+            v[...] = t
