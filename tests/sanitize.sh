@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The kernel tests against kernels built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails the run). Run from the repository root, in an environment that has the
-# test extra:    bash tests/sanitize.sh [BUILD_DIR]
+# test extra:    bash tests/sanitize.sh [--build | --test] [BUILD_DIR]
+# (--build: only build the modules, which needs only nanobind, cmake and ninja; --test: only
+# run the tests against modules built before. CI builds while it installs the test extra.)
 set -euo pipefail
+phase=all
+case "${1:-}" in --build|--test) phase="${1#--}"; shift ;; esac
 build="${1:-build/sanitize}"
 # a build folder configured from another checkout would stop cmake: start it again
 if [ -f "$build/CMakeCache.txt" ] &&
@@ -10,16 +14,19 @@ if [ -f "$build/CMakeCache.txt" ] &&
   rm -rf "$build"
 fi
 python=$(command -v python)
-# the lowest and the highest level: between them every source line and both forms of each
-# level-dependent piece (software or F16C conversions, narrow or wide vectors)
-levels="baseline"
-[ "$(uname -m)" = x86_64 ] && levels="baseline;avx512"
-cmake -S . -B "$build" -G Ninja -DDMLOPS_SANITIZE=ON -DDMLOPS_STRICT_VECTORS=ON \
-  -DDMLOPS_ONLY_LEVELS="$levels" \
-  -DPython_EXECUTABLE="$python" > /dev/null
-cmake --build "$build" > /dev/null
-# a package folder with the sanitized modules beside the Python sources
 pkg="$build/pkg"
+if [ "$phase" != test ]; then
+  # the lowest and the highest level: between them every source line and both forms of each
+  # level-dependent piece (software or F16C conversions, narrow or wide vectors)
+  levels="baseline"
+  [ "$(uname -m)" = x86_64 ] && levels="baseline;avx512"
+  cmake -S . -B "$build" -G Ninja -DDMLOPS_SANITIZE=ON -DDMLOPS_STRICT_VECTORS=ON \
+    -DDMLOPS_ONLY_LEVELS="$levels" \
+    -DPython_EXECUTABLE="$python" > /dev/null
+  cmake --build "$build" > /dev/null
+fi
+[ "$phase" = build ] && exit 0
+# a package folder with the sanitized modules beside the Python sources
 rm -rf "$pkg" && mkdir -p "$pkg"
 cp -r src/dmlops "$pkg/dmlops"
 rm -f "$pkg"/dmlops/_kernels_*.so
