@@ -187,9 +187,12 @@ def _large_case(mode, dtype):
     return x, start, want
 
 
+# (the fast paths alone: the plain kernel has no path that depends on the output's size)
+@pytest.mark.parametrize("level_and_path", [(lv, "fast") for lv in cpu.supported()],
+                         indirect=True, ids=lambda p: f"{p[0]}-{p[1]}")
 @pytest.mark.parametrize("mode", range(5))
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
-def test_outputs_larger_than_the_caches(mode, dtype):
+def test_outputs_larger_than_the_caches(mode, dtype, level_and_path):
     """An output much larger than the caches has its rows made in scratch and streamed to
     memory: the reference's bits, with one thread and two."""
     x, start, want = _large_case(mode, dtype)
