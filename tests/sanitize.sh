@@ -34,9 +34,11 @@ cp "$build"/_kernels_*.so "$pkg/dmlops/"
 # Python itself is not instrumented: preload the runtimes; leaks are Python's, not ours.
 # (Not test_kernel_build.py: it checks how the modules are built, which here is not how the
 # package builds them.)
+# The plain kernels at the lowest level only: at -O0 they are the same scalar code at every
+# level but for the FLOAT16 conversions, which both levels' fast paths run as well.
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-PYTHONPATH="$pkg" "$python" -m pytest -q -p no:cacheprovider \
+PYTHONPATH="$pkg" "$python" -m pytest -q -p no:cacheprovider -k "not avx512-plain" \
   tests/test_cpu_backend.py tests/test_cpu_padding.py tests/test_family.py \
   tests/test_layouts.py
