@@ -44,13 +44,16 @@ def _median_seconds(call, seconds: float) -> float:
 
 
 def _in_cache(w: peers.Workload) -> peers.Workload:
-    """``w`` with fewer planes (N, then C), its input about CACHE_INPUT_BYTES."""
+    """``w`` with its input about CACHE_INPUT_BYTES: fewer planes (N = 1, fewer channels),
+    or for channels-last data, whose channels are the kernel's innermost run, every channel
+    and a smaller square plane."""
     item = np.dtype(w.dtype).itemsize
-    plane = math.prod(w.shape[2:]) * item
-    planes = max(1, CACHE_INPUT_BYTES // plane)
-    n, c = w.shape[:2]
-    c_new = min(c, planes)
-    return dataclasses.replace(w, shape=(1, c_new) + tuple(w.shape[2:]))
+    c, spatial = w.shape[1], w.shape[2:]
+    if w.channels_last:
+        side = int((CACHE_INPUT_BYTES / (c * item)) ** (1 / len(spatial)))
+        return dataclasses.replace(w, shape=(1, c) + tuple(min(s, side) for s in spatial))
+    planes = max(1, CACHE_INPUT_BYTES // (math.prod(spatial) * item))
+    return dataclasses.replace(w, shape=(1, min(c, planes)) + tuple(spatial))
 
 
 def profile(w: peers.Workload, copy_gbps: float, seconds: float) -> str:

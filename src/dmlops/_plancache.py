@@ -86,6 +86,7 @@ class _Uncacheable(Exception):
     """An argument that is not a plain value: plan this call without the cache."""
 
 
+_double_bits = struct.Struct("<d").pack
 _ATOMS = (int, bool, str, type(None))
 _ATOM_TYPES = frozenset(_ATOMS)
 
@@ -96,7 +97,7 @@ def value_key(v: Any) -> Any:
     if t in _ATOMS:
         return t, v
     if t is float:          # by its bits: 0.0 and -0.0, NaN payloads
-        return t, struct.pack("<d", v)
+        return t, _double_bits(v)
     if t is tuple or t is list:
         return t, _values_key(v)
     if isinstance(v, np.generic):
@@ -122,13 +123,34 @@ def _values_key(values: Sequence[Any]) -> tuple[Any, ...]:
     for v, t in zip(values, types):
         if t in _ATOM_TYPES:
             keys.append(v)
-        elif t is tuple or t is list:   # (sizes and paddings: atoms, keyed as above)
+        elif t is tuple:                # (sizes and paddings, usually the caller's constants)
+            hit = _tuple_keys.get(id(v))
+            keys.append(hit[1] if hit is not None and hit[0] is v else _tuple_key(v))
+        elif t is float:                # (by its bits, as value_key)
+            keys.append(_double_bits(v))
+        elif t is list:
             inner = tuple(map(type, v))
-            keys.append((inner, tuple(v)) if _ATOM_TYPES.issuperset(inner)
-                        else value_key(v))
+            keys.append((inner, tuple(v)) if _ATOM_TYPES.issuperset(inner) else value_key(v))
         else:
             keys.append(value_key(v))
     return types, tuple(keys)
+
+
+# Keys of tuples of atoms by the tuple's identity (the entry holds the tuple, so its id is not
+# reused while kept): a call's sizes are usually constants of the caller's code, the same
+# object at every call, and keying their elements again cost most of a padding call's key.
+_tuple_keys: dict[int, tuple[tuple[Any, ...], Any]] = {}
+
+
+def _tuple_key(v: tuple[Any, ...]) -> Any:
+    inner = tuple(map(type, v))
+    if not _ATOM_TYPES.issuperset(inner):
+        return value_key(v)
+    key = (inner, v)
+    if len(_tuple_keys) >= CACHE_SIZE:
+        _tuple_keys.clear()
+    _tuple_keys[id(v)] = (v, key)
+    return key
 
 
 def _operand_key(v: Any) -> Any:
