@@ -4,7 +4,9 @@ the kernel's work, e.g. checking a model's numbers layer by layer.
 For each operator, a small input (one [1, 1, 112, 112] plane for pooling), warmed up, then
 timed in batches of calls; prints the median and the lowest batch's time per call, in µs.
 With ``--flush``, every call follows a 64 MiB write, as a call does after a large kernel has
-left nothing of dmlops in the caches.
+left nothing of dmlops in the caches. The last row times NumPy's own ``np.add`` on the same
+input: this shared host runs everything up to 1.6x slower in some spells, so a row reads
+against it (2.3 µs in a fast spell).
 
 First, what a new process pays (issue 27's limits: 0.15 s, 50 ms): ``import dmlops`` in new
 processes (NumPy's own import included, and given alone beside it), and each call's first
@@ -107,7 +109,13 @@ def main(argv=None):
     print(f"dmlops {dmlops.__version__}, backend {args.backend}"
           f"{', 64 MiB written before each call' if args.flush else ''}; µs per call")
     print(f"{'call':42} {'median':>8} {'lowest':>8}")
-    for name, call in cases(args.backend).items():
+    calls = cases(args.backend)
+    # the machine's speed at the moment, for reading the rest: this shared host runs every
+    # call up to 1.6x slower in some spells, NumPy's as much as dmlops's
+    x = np.ones((1, 1, 112, 112), np.float32)
+    y = np.empty_like(x)
+    calls["(NumPy's np.add(x, x, out=y), same x)"] = lambda: np.add(x, x, out=y)
+    for name, call in calls.items():
         call()
         times = []
         for b in range(args.batches):
