@@ -6,7 +6,7 @@ timed in batches of calls; prints the median and the lowest batch's time per cal
 With ``--flush``, every call follows a 64 MiB write, as a call does after a large kernel has
 left nothing of dmlops in the caches. The last row times NumPy's own ``np.add`` on the same
 input: this shared host runs everything up to 1.6x slower in some spells, so a row reads
-against it (2.3 µs in a fast spell).
+against it (2.3-5.4 µs on one afternoon).
 
 First, what a new process pays (issue 27's limits: 0.15 s, 50 ms): ``import dmlops`` in new
 processes (NumPy's own import included, and given alone beside it), and each call's first
