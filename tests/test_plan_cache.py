@@ -349,6 +349,36 @@ def test_backend_and_threads_are_chosen_on_every_call(monkeypatch):
                 dml.set_num_threads(None)
 
 
+def test_a_kept_runner_takes_the_level_the_plain_switch_and_the_threads_anew(monkeypatch):
+    """The cpu backend's runner of a planned call is kept with the plan (prepare_pooling,
+    prepare_padding), but the level's module, the plain kernels and the thread count are
+    chosen again at every call."""
+    from dmlops.backends import cpu
+    x = values((1, 2, 9, 9), F32)
+    calls = [lambda: dml.max_pooling(x, 3, backend="cpu"),
+             lambda: dml.average_pooling(x, 3, backend="cpu"),
+             lambda: dml.padding(x, 1, 1, mode="edge", backend="cpu")]
+    want = [np.array(call()) for call in calls]     # (planned, their runners prepared)
+    real, seen = cpu.kernels(), []
+
+    class Spy:      # the module of the level in use, each kernel's threads and plain switch seen
+        def __getattr__(self, name):
+            def kernel(*args):
+                seen.append((name, args[-2], args[-1]))
+                return getattr(real, name)(*args)
+            return kernel
+
+    monkeypatch.setattr(cpu, "kernels", Spy)
+    monkeypatch.setattr(cpu, "FORCE_PLAIN", True)
+    dml.set_num_threads(3)
+    try:
+        for call, bits in zip(calls, want):
+            same_bits(call(), bits)
+    finally:
+        dml.set_num_threads(None)
+    assert seen == [("max_pool", 3, True), ("average_pool", 3, True), ("padding", 3, True)]
+
+
 def test_calls_from_several_threads():
     cases = _param_cases() + _other_cases()
     want = {name: copies(call(FAST)) for name, call in cases}

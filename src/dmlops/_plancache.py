@@ -128,9 +128,6 @@ def _values_key(values: Sequence[Any]) -> tuple[Any, ...]:
             keys.append(hit[1] if hit is not None and hit[0] is v else _tuple_key(v))
         elif t is float:                # (by its bits, as value_key)
             keys.append(_double_bits(v))
-        elif t is list:
-            inner = tuple(map(type, v))
-            keys.append((inner, tuple(v)) if _ATOM_TYPES.issuperset(inner) else value_key(v))
         else:
             keys.append(value_key(v))
     return types, tuple(keys)

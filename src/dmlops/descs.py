@@ -540,7 +540,7 @@ def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> PadPlan
     _tensor_phase1(desc, names)
     x, y = desc.input_tensor, desc.output_tensor
     mode = plan_padding(op, level, names, x.data_type, x.rank, y.data_type, y.rank,
-                             desc.padding_mode)
+                        desc.padding_mode)
     if op == "PADDING1" and desc.padding_value_data_type is not None:
         vdt = reraise(names, data_type, desc.padding_value_data_type,
                       "padding_value_data_type")
@@ -549,7 +549,7 @@ def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> PadPlan
                                 f"type {y.data_type.name}")
     _check_dimension_count(desc, names, x.rank, f"the {x.rank}-D input's rank")
     start, end = pad_lengths(desc.start_padding, desc.end_padding, x.rank, names,
-                                  allow_scalar=True)
+                             allow_scalar=True)
     _tensor_phase3(desc, names)
     check_pad_values(x.sizes, start, end, mode, names)
     expected = tuple(n + a + b for n, a, b in zip(x.sizes, start, end))

@@ -27,7 +27,7 @@ from .backends import resolve as resolve_backend
 from . import _dask
 from . import padding as _pad
 from . import pooling as _pool
-from ._args import as_int_tuple, check_type, dtype_of, is_int, reraise
+from ._args import as_int_tuple, check_type, dtype_of, is_int
 from ._call import Call
 from ._plancache import ArrayFacts, planned
 from .dtypes import NATIVE_DTYPES, DataType, PaddingMode
@@ -205,18 +205,7 @@ def _execute(call: Call, backend: str | None, x: NDArray[Any], ys: list[NDArray[
     run = call.runners.get(kernels)
     if run is None:
         run = call.runners[kernels] = _prepare(call, kernels, x)
-    if not x.dtype.isnative:
-        x = native(x)
-    for y in ys:
-        if not y.dtype.isnative:
-            break
-    else:       # (the usual case, in fewer calls than _run's)
-        if 0 not in ys[0].shape:
-            try:
-                run(x, ys, extra)
-            except MemoryError as e:
-                raise _out_of_memory(call.names, ys, e) from None
-        return
+    x = native(x)
     _run(ys, lambda o: run(x, o, extra), call.names)
 
 
@@ -240,16 +229,10 @@ def _run(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object
         return
     try:
         with_native_outputs(outputs, run)
-    except MemoryError as e:
-        raise _out_of_memory(names, outputs, e) from None
-
-
-def _out_of_memory(names: Names, outputs: Sequence[NDArray[Any]], e: MemoryError
-                   ) -> InvalidArgumentError:
-    """A kernel's scratch (proportional to an output's row) could not be had."""
-    return InvalidArgumentError(f"{names.op}: out of memory running the kernel for outputs of "
-                                f"shapes {[list(o.shape) for o in outputs]}: "
-                                f"{e or 'std::bad_alloc'}")
+    except MemoryError as e:        # (a kernel's scratch, proportional to an output's row)
+        raise InvalidArgumentError(f"{names.op}: out of memory running the kernel for outputs of "
+                                   f"shapes {[list(o.shape) for o in outputs]}: "
+                                   f"{e or 'std::bad_alloc'}") from None
 
 
 # --- planning: pure, kept by the plan cache ---------------------------------------------
