@@ -53,20 +53,70 @@ def _imports() -> None:
 
 
 def open_source(store: Path, component: str) -> Any:
-    """The zarr array ``component`` of ``store`` as a Dask array of the zarr's chunks."""
+    """The zarr array ``component`` of ``store`` (an absolute path) as a Dask array of the
+    zarr's chunks, each block read by :class:`_Source` where its task runs."""
     _imports()
     import dask.array as da
     import zarr
 
+    name = _name(store, component)
     try:
         node = zarr.open(store=str(store), path=component or None, mode="r")
     except Exception as e:      # (zarr's own errors differ between versions and formats)
-        raise ZarrError(f"cannot open {_name(store, component)!r} as a zarr array: "
+        raise ZarrError(f"cannot open {name!r} as a zarr array: "
                         f"{type(e).__name__}: {e}") from None
     if not isinstance(node, zarr.Array):
-        raise ZarrError(f"{_name(store, component)!r} is a zarr group; name an array inside "
-                        f"it ({_name(store, component)}/ARRAY)")
-    return da.from_zarr(node)
+        raise ZarrError(f"{name!r} is a zarr group; name an array inside it ({name}/ARRAY)")
+    source = _Source(str(store), component, node.shape, node.dtype, node.chunks)
+    return da.from_array(source, chunks=node.chunks, asarray=False, lock=False, fancy=False,
+                         meta=np.empty((0,) * node.ndim, node.dtype))
+
+
+class _Source:
+    """A zarr array that each task opens anew by its absolute path: a worker that cannot
+    reach the store (another machine, another file system) fails its task instead of reading
+    the fill value for every chunk it does not find, which is what an array opened on the
+    client and pickled to the worker does. The worker's array must also have the client's
+    shape, data type and chunks."""
+
+    def __init__(self, store: str, component: str, shape: tuple[int, ...], dtype: Any,
+                 chunks: tuple[int, ...]) -> None:
+        self.store, self.component = store, component
+        self.shape, self.dtype, self.chunks = tuple(shape), np.dtype(dtype), tuple(chunks)
+        self.ndim = len(self.shape)
+        self._array: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_array": None}
+
+    def __dask_tokenize__(self) -> Any:
+        return ("dmlops-zarr-source", self.store, self.component, self.shape, self.dtype.str,
+                self.chunks)
+
+    def _open(self) -> Any:
+        if self._array is None:
+            import zarr
+            name = _name(Path(self.store), self.component)
+            try:
+                array = zarr.open_array(store=self.store, path=self.component or None, mode="r")
+            except Exception as e:
+                raise ZarrError(f"cannot read the zarr array {name!r} where the task runs "
+                                f"({_where()}): {type(e).__name__}: {e}") from None
+            seen = (tuple(array.shape), np.dtype(array.dtype), tuple(array.chunks))
+            if seen != (self.shape, self.dtype, self.chunks):
+                raise ZarrError(f"the zarr array {name!r} where the task runs ({_where()}) has "
+                                f"shape, dtype and chunks {seen}, not the {self.shape}, "
+                                f"{self.dtype} and {self.chunks} the model was checked with")
+            self._array = array
+        return self._array
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._open()[key]
+
+
+def _where() -> str:
+    import socket
+    return f"host {socket.gethostname()}, process {os.getpid()}, folder {os.getcwd()}"
 
 
 def _name(store: Path, component: str) -> str:
@@ -104,8 +154,10 @@ class Staged:
             # regular chunks (the largest per dimension): the zarr chunks, each written whole
             # by one task
             lazy = lazy.rechunk(tuple(max(c) if c else 1 for c in lazy.chunks))
+            # every chunk written, those of fill values too: the check after the writes
+            # counts them
             spec = dict(shape=lazy.shape, chunks=lazy.chunksize, dtype=lazy.dtype,
-                        fill_value=None)
+                        fill_value=None, config={"write_empty_chunks": True})
             if not component:
                 target = zarr.create_array(store=str(self._new_store(store)), **spec)
             else:
@@ -113,6 +165,8 @@ class Staged:
             sources.append(lazy)
             targets.append(target)
         session.store(sources, targets)
+        for (store, component, _), target in zip(self.items, targets):
+            _check_complete(target, _name(store, component))
 
     def _new_store(self, store: Path) -> Path:
         """The temporary folder of a store made anew (one for all its targets)."""
@@ -174,6 +228,17 @@ class Staged:
         for folder in sorted(self.made, key=lambda f: len(f.parts), reverse=True):
             shutil.rmtree(folder, ignore_errors=True)
         self.temps, self.kept, self.made, self.new = [], [], [], {}
+
+
+def _check_complete(target: Any, name: str) -> None:
+    """Every chunk of a written target present, as this process sees the store: a worker
+    that wrote where the client cannot see (its own disk, another working directory) would
+    otherwise leave a target of fill values behind a run that reports success."""
+    have, need = target.nchunks_initialized, target.nchunks     # (listed anew)
+    if have != need:
+        raise ZarrError(f"the zarr target {name!r} is incomplete after the writes: {have} of "
+                        f"its {need} chunks are in the store (a worker that cannot reach it "
+                        f"wrote elsewhere, or a write was lost)")
 
 
 def _remove(path: Path) -> None:

@@ -374,7 +374,7 @@ def _zarr_source(text: str, dt_value: Any, base_dir: Path, path: str) -> Any:
     spath = _key(path, "sourcePath")
     store, component = _zarrio.split(text)
     p = store.expanduser()
-    found = [c for c in ([p] if p.is_absolute() else [base_dir / p, Path.cwd() / p])
+    found = [c.absolute() for c in ([p] if p.is_absolute() else [base_dir / p, Path.cwd() / p])
              if c.is_dir()]
     if not found:
         raise ModelError(spath, f"zarr store {str(store)!r} not found (looked in the model's "
@@ -1496,7 +1496,9 @@ def parse_model(data: Any, base_dir: Any = ".", *, feature_level: Any = None, ba
     root = _obj(data, name, "a JSON object {resources, dispatchables, commands}")
     _keys(root, "", ("resources", "dispatchables", "commands"),
           required=("resources", "dispatchables", "commands"))
-    base_dir = Path(base_dir)
+    # absolute before anything is opened: a lazy task reads by the path it is given, in a
+    # worker whose working directory is not this process's
+    base_dir = Path(base_dir).absolute()
     resources = {}
     robj = _obj(root["resources"], "resources")
     lazy = _names_zarr(robj, root["commands"])

@@ -1,0 +1,179 @@
+"""``dmlops run --scheduler`` on a real cluster (SPEC 6, issue 43 item 1): a LocalCluster of
+worker processes started in a working directory of their own, never the model's. The
+project's zarr models give the in-memory results bit for bit; a store the workers cannot
+reach, a chunk write that fails and a target left incomplete are each exit 2 naming the
+command and the store, with nothing readable left behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dmlops as dml
+from dmlops.dxdispatch import ModelError, load_model
+
+zarr = pytest.importorskip("zarr")
+distributed = pytest.importorskip("distributed")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_zarr_models import X_SHAPE, _pool_model, _run, _unpool_model, _volume, _write  # noqa: E402
+
+sys.path.pop(0)
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "zarr"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two worker processes whose working directory is a folder of their own, which holds a
+    decoy ``in.zarr`` of zeros: a task that opened a model's relative path there would read
+    it."""
+    home = tmp_path_factory.mktemp("workers")
+    zarr.create_array(store=str(home / "in.zarr"), shape=X_SHAPE, chunks=(1, 2, 7, 8),
+                      dtype="float32", fill_value=0.0)[...] = 0
+    before = os.getcwd()
+    os.chdir(home)
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as c:
+            with distributed.Client(c) as client:
+                assert set(client.run(os.getcwd).values()) == {str(home)}
+            os.chdir(before)
+            yield c
+    finally:
+        os.chdir(before)
+
+
+def test_the_example_model_on_a_cluster(tmp_path, monkeypatch, cluster):
+    """examples/zarr/max_pooling_volume.json, run from its folder by relative paths: the
+    in-memory max pooling, bit for bit."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import make_volume
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    make_volume.volume(256).to_zarr(str(tmp_path / "volume.zarr"))
+    shutil.copy(EXAMPLES / "max_pooling_volume.json", tmp_path / "model.json")
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = _run("model.json", "--scheduler", cluster.scheduler_address)
+    assert rc == 0, err
+    x = zarr.open_array(store=str(tmp_path / "volume.zarr"), mode="r")[...]
+    y = zarr.open_array(store=str(tmp_path / "pooled.zarr"), mode="r")[...]
+    assert y.tobytes() == dml.max_pooling(x, 3, strides=2, start_padding=1).tobytes()
+
+
+def test_the_test_models_on_a_cluster(tmp_path, monkeypatch, cluster):
+    """A group's array in; values, indices (one target inside a group, an all-zero chunk
+    among them) and a .npy out; then a lazy unpooling: each the in-memory result."""
+    monkeypatch.chdir(tmp_path)
+    x = _volume(tmp_path, "g.zarr", "raw/volume")
+    _volume(tmp_path)
+    # the first batch item all zeros: chunks of y that hold only the fill value, written too
+    x[0] = 0.0
+    zarr.open_array(store=str(tmp_path / "g.zarr"), path="raw/volume", mode="r+")[...] = x
+    model = _pool_model("g.zarr/raw/volume", [("y", "y.zarr"), ("i", "out.zarr/pool/indices"),
+                                              ("i", "i.npy")])
+    _write(tmp_path, model)
+    rc, _, err = _run("model.json", "--scheduler", cluster.scheduler_address)
+    assert rc == 0, err
+    y, i = dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1,
+                           output_indices=True)
+    assert zarr.open_array(store=str(tmp_path / "y.zarr"), mode="r")[...].tobytes() == \
+        y.tobytes()
+    zi = zarr.open_array(store=str(tmp_path / "out.zarr"), path="pool/indices", mode="r")
+    assert zi[...].tobytes() == i.tobytes()
+    assert np.array_equal(np.load(tmp_path / "i.npy"), i.reshape(-1))
+
+    # unpooling in.zarr at indices that reverse it (a sequence, in memory)
+    count = int(np.prod(X_SHAPE))
+    idx = {"initialValuesDataType": "UINT32",
+           "initialValues": {"valueCount": count, "valueStart": count - 1, "valueDelta": -1}}
+    _write(tmp_path, _unpool_model(idx, "idx", ["r.zarr"]))
+    rc, _, err = _run("model.json", "--scheduler", cluster.scheduler_address)
+    assert rc == 0, err
+    z = zarr.open_array(store=str(tmp_path / "in.zarr"), mode="r")[...]
+    got = zarr.open_array(store=str(tmp_path / "r.zarr"), mode="r")[...]
+    assert got.tobytes() == z.reshape(-1)[::-1].reshape(X_SHAPE).tobytes()
+
+
+def test_a_store_the_workers_cannot_reach(tmp_path, monkeypatch, cluster):
+    """The source store gone between the model's check and its tasks (as on a worker that
+    does not see the client's file system): exit 2 naming the command and the store, where
+    a pickled array would have read fill values and reported success."""
+    monkeypatch.chdir(tmp_path)
+    _volume(tmp_path)
+    model = load_model(_write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr")])))
+    (tmp_path / "in.zarr").rename(tmp_path / "elsewhere.zarr")
+    with pytest.raises(ModelError) as e:
+        model.run(scheduler=cluster.scheduler_address)
+    assert e.value.path == "commands[1].targetPath"
+    assert f"cannot read the zarr array {str(tmp_path / 'in.zarr')!r} where the task runs" \
+        in e.value.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.zarr", "model.json"]
+
+
+class _FailingWrites(distributed.WorkerPlugin):
+    """Every chunk write of a worker raises, as on a full disk."""
+
+    def setup(self, worker):
+        from zarr.storage import LocalStore
+        self.saved = LocalStore.set
+
+        async def failing(store, key, value):
+            if "/c/" in f"/{key}":
+                raise OSError(28, "No space left on device")
+            return await self.saved(store, key, value)
+        LocalStore.set = failing
+
+    def teardown(self, worker):
+        from zarr.storage import LocalStore
+        LocalStore.set = self.saved
+
+
+def test_a_chunk_write_that_fails_on_a_worker(tmp_path, monkeypatch, cluster):
+    """Exit 2 at the target's command naming the failure; no store left, an existing one
+    as it was."""
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    monkeypatch.chdir(tmp_path)
+    _volume(tmp_path)
+    old = zarr.create_array(store=str(tmp_path / "old.zarr"), shape=(3,), dtype="int8")
+    old[...] = [1, 2, 3]
+    path = _write(tmp_path, _pool_model("in.zarr", [("y", "new.zarr"), ("i", "old.zarr")]))
+    with distributed.Client(cluster) as client:
+        client.register_plugin(_FailingWrites(), name="failing-writes")
+        try:
+            rc, out, err = _run(path, "--scheduler", cluster.scheduler_address)
+        finally:
+            client.unregister_worker_plugin("failing-writes")
+    assert rc == 2 and "commands[1].targetPath" in err and "No space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json", "old.zarr"]
+    assert zarr.open_array(store=str(tmp_path / "old.zarr"), mode="r")[...].tolist() == [1, 2, 3]
+
+
+def test_a_target_left_incomplete_is_an_error(tmp_path, monkeypatch, cluster):
+    """A chunk missing after the writes (a worker that wrote to a disk of its own, a write
+    lost): exit 2 naming the store; nothing left behind."""
+    from dmlops import _zarrio
+    monkeypatch.chdir(tmp_path)
+    _volume(tmp_path)
+    store = _zarrio.Session.store
+
+    def losing_a_chunk(self, sources, targets):
+        store(self, sources, targets)
+        chunk = next(p for p in Path(str(targets[0].store.root)).rglob("*")
+                     if p.is_file() and p.name != "zarr.json")
+        chunk.unlink()
+    monkeypatch.setattr(_zarrio.Session, "store", losing_a_chunk)
+    rc, out, err = _run(_write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr")])),
+                        "--scheduler", cluster.scheduler_address)
+    assert rc == 2 and "commands[1].targetPath" in err
+    assert f"the zarr target {str(tmp_path / 'y.zarr')!r} is incomplete" in err
+    have, need = map(int, re.search(r"(\d+) of its (\d+) chunks are in the store", err).groups())
+    assert have == need - 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json"]
