@@ -882,3 +882,29 @@ def test_separable_quantized_sums_bitwise(case, dtype, out_dtype, seed, per_chan
     kw = dict(kw, include_padding=include_padding, output_dtype=out_dtype)
     assert _same(dml.quantized_linear_average_pooling(*args, backend="cpu", **kw),
                  dml.quantized_linear_average_pooling(*args, backend="reference", **kw))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("stride, pads", [(2, (1, 1)), (1, (1, 1)), (2, (0, 2))])
+def test_ordered_max_pooling_meets_each_nan(dtype, stride, pads):
+    """The separable path takes floats with one vmaxps per offset, exact where no NaN is met,
+    and does a block again in SPEC 3.4's order where one is (kernels README, "Ordered
+    floats"): a NaN at every place of a plane (row edges, the element a stride-2 vector moves
+    on to, the last of a row), a second NaN of other bits after it (the first wins) and
+    signed zeros tied around it, against the reference bit for bit; the other plane, without
+    a NaN, in the same call."""
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    first = np.array(0x7FC00001 if dtype == np.float32 else 0x7FF8000000000001, bits)
+    later = np.array(0xFFC00002 if dtype == np.float32 else 0xFFF8000000000002, bits)
+    rng = np.random.default_rng(5)
+    base = rng.integers(-3, 3, (1, 2, 9, 37)).astype(dtype)
+    base[base == 0] = -0.0
+    kw = dict(strides=stride, start_padding=pads[0], end_padding=pads[1])
+    for place in range(9 * 37):
+        r, c = divmod(place, 37)
+        x = base.copy()
+        x[0, 1, r, c] = first.view(dtype)
+        x[0, 1, (r + c) % 9, (5 * c + 3) % 37] = later.view(dtype)
+        x[0, 1, r, (c + 1) % 37] = 0.0
+        got = dml.max_pooling(x, 3, backend="cpu", **kw)
+        assert _same(got, dml.max_pooling(x, 3, backend="reference", **kw)), (r, c)

@@ -136,7 +136,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
   };
   auto task = [&]() {
     return [&, tile = std::make_unique<Tile>(), finish = make_finish()](
-               const Block<T, A>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
+               const Block<T, A>& b, bool, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
                int64_t n, int64_t ch, Prefetch&) mutable {  // (prefetch not tried here)
       Tile& s = *tile;
       const A* h[kMostRegisterOffsets];

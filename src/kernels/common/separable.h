@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "common/config.h"
@@ -170,9 +171,9 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
 }
 
 // Every plane of x (N, C, rows, last) in blocks of output rows (block_rows): first(block,
-// early) fills a block's results, then second(block, first input row, output rows [b0, b1),
-// y's plane offset, n, c, late) makes the block's output rows, second being each task's
-// make_second(). late.next() asks for the next piece of the next block's input (a piece per
+// early) fills a block's results, then second(block, what first returned (false where it
+// returns nothing), first input row, output rows [b0, b1), y's plane offset, n, c, late)
+// makes the block's output rows, second being each task's make_second(). late.next() asks for the next piece of the next block's input (a piece per
 // output row): the second pass reads only the cache, and the memory would otherwise idle
 // until the next first pass stalls on it (workload 8b, one thread: 0.85x the time, with
 // blocks of equal size; with a last block of 2 rows, as before, the whole next plane was
@@ -235,9 +236,16 @@ void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry&
         }
       }
       const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, h, width, hj};
-      if (b.rows > 0) first(b, early);
+      // (a first pass may say how its results must be read: max pooling's, whether they
+      // hold a NaN)
+      bool said = false;
+      if constexpr (std::is_same_v<decltype(first(b, early)), bool>) {
+        if (b.rows > 0) said = first(b, early);
+      } else {
+        if (b.rows > 0) first(b, early);
+      }
       const int64_t yoff = it.n * y.strides[0] + it.c * y.strides[1];
-      second(b, it.in.lo, it.b0, it.b1, yoff, it.n, it.c, late);
+      second(b, said, it.in.lo, it.b0, it.b1, yoff, it.n, it.c, late);
     }
     std::free(mem);
   });

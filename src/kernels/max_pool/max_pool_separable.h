@@ -108,25 +108,36 @@ inline Vec<Raw, L> pair_maxima(const Raw* p, int64_t w) {
 // First pass: the block read as one flat row (common/separable.h), whole vectors where the
 // flat window lies in the block, then the columns whose window leaves its row from their
 // real offsets. kIndices: the winners' offsets too, j * ix.offset into b.aux (a column with
-// no real offset: all ones).
-template <class T, int L, int kStep, bool kIndices = false>
-void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
+// no real offset: all ones). kOrdered (floats, values only; README "Ordered floats"): each
+// offset taken by `v > best ? v : best`, one vmaxps, which is SPEC 3.4's order everywhere
+// but where a NaN comes after a number; returns whether any element read was a NaN (the
+// caller then does the block again without it).
+template <class T, int L, int kStep, bool kIndices = false, bool kOrdered = false>
+bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
                 Prefetch& early, const SeparableIndexing& ix = {}) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
   using U = Vec<uint32_t, L>;
+  using M = typename Lanes::M;
+  static_assert(!kOrdered || (std::is_floating_point_v<Raw> && !kIndices));
   const Dim& dl = geo.last;
   const int64_t w = dl.window, d = dl.dilation;
   const int64_t len = flat_length(b, dl);
+  M unordered{};        // (kOrdered) lanes that met a NaN
+  bool nan = false;     // (kOrdered) a NaN among the scalars read
   const bool flat = for_each_flat_vector<L>(b, dl, [&](int64_t g, int64_t at) {
     early.next();
     V best;
     U which{};
     auto take = [&](V v, int64_t j) {
-      const auto t = Lanes::better(v, best);
-      best = t ? v : best;
-      if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * ix.offset : which;
+      if constexpr (kOrdered) {
+        best = v > best ? v : best;
+      } else {
+        const auto t = Lanes::better(v, best);
+        best = t ? v : best;
+        if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * ix.offset : which;
+      }
     };
     int64_t j = 1;
     if constexpr (kStep == 2 && kPairsInWideLanes<T, kIndices>) {
@@ -140,24 +151,45 @@ void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
       V odd;
       load_pair<Raw, L>(b.x, at, len, &best, &odd);
       const V even = best;
+      if constexpr (kOrdered) unordered |= (even != even) | (odd != odd);
       take(odd, 1);
       j = 2;
       // offset 2 moved on from offset 0 where the next element is in the block (simd.h;
       // 1, 1i, 8b 0.88-0.96x the time)
       if constexpr (kMovesOn<Raw>) {
         if (w >= 3 && at + 2 * L < len) {
-          take(moved_on(even, b.x[at + 2 * L]), 2);
+          const Raw next = b.x[at + 2 * L];
+          if constexpr (kOrdered) nan |= next != next;
+          take(moved_on(even, next), 2);
           j = 3;
         }
       }
     } else {
       best = load_row<Raw, L, kStep>(b.x, at, len);
+      if constexpr (kOrdered) unordered |= best != best;
     }
-    for (; j < w; ++j) take(load_row<Raw, L, kStep>(b.x, at + j * d, len), j);
+    for (; j < w; ++j) {
+      const V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
+      if constexpr (kOrdered) unordered |= v != v;
+      take(v, j);
+    }
     store_vec(b.h + g, best);
     if constexpr (kIndices) store_vec(b.aux + g, which);
   });
   auto column = [&](const Raw* row, const int64_t* at, int64_t count, int64_t i) {
+    if constexpr (kOrdered) {
+      // (branch-free: the keys' comparisons branch on the values' signs, which random data
+      // mispredicts half the time, and a row's edge column cost as much as its vectors)
+      Raw best = count > 0 ? row[at[0]] : bit_cast<Raw>(empty_value<T>());
+      bool met = best != best;
+      for (int64_t j = 1; j < count; ++j) {
+        const Raw v = row[at[j]];
+        met |= v != v;
+        best = v > best ? v : best;
+      }
+      nan |= met;
+      return best;
+    }
     int64_t j;
     const Raw best = column_max<T>(row, at, count, &j);
     if constexpr (kIndices) {
@@ -170,12 +202,14 @@ void row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
     return best;
   };
   each_column_left(b, geo, ow, flat, column);
+  if constexpr (kOrdered) return nan || any_lane(unordered);
+  return false;
 }
 
 // Second pass: outputs [o, o + L) of a row, the best of its window rows' maxima in order;
 // kRows: the rows' count where known when compiled (0: n), so that their pointers stay in
 // registers.
-template <class T, int L, int kRows>
+template <class T, int L, int kRows, bool kOrdered>
 inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o,
                          typename MaxKey<T>::Raw* y, int64_t ys) {
   using Lanes = MaxLanes<T, L>;
@@ -184,7 +218,10 @@ inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, 
   V best = load_vec<V>(rows[0] + o);
   for (int64_t m = 1; m < n; ++m) {
     V v = load_vec<V>(rows[m] + o);
-    best = Lanes::better(v, best) ? v : best;
+    if constexpr (kOrdered)
+      best = v > best ? v : best;
+    else
+      best = Lanes::better(v, best) ? v : best;
   }
   if (ys == 1) {
     store_vec(y + o, best);
@@ -194,27 +231,27 @@ inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, 
 }
 
 // A row of ow outputs in vectors of kBytes, the last overlapping the one before.
-template <class T, int kBytes, int kRows>
+template <class T, int kBytes, int kRows, bool kOrdered>
 void vector_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t ow,
                 typename MaxKey<T>::Raw* y, int64_t ys) {
   constexpr int L = kBytes / int(sizeof(typename MaxKey<T>::Raw));
-  sweep<L>(0, ow, [&](int64_t o) { column_block<T, L, kRows>(rows, n, o, y, ys); },
+  sweep<L>(0, ow, [&](int64_t o) { column_block<T, L, kRows, kOrdered>(rows, n, o, y, ys); },
            [](int64_t) {});
 }
 
 // A row of ow outputs: vectors of a register (kVectorBytes), or of 32 or 16 bytes where the
 // row is shorter; a row shorter than 16 bytes one output at a time. Windows of 2 and 3 rows
-// have instances of their own.
-template <class T>
+// have instances of their own. kOrdered: rows' maxima of a block that held no NaN.
+template <class T, bool kOrdered = false>
 void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t ow,
                 typename MaxKey<T>::Raw* y, int64_t ys) {
   using Raw = typename MaxKey<T>::Raw;
   const int64_t bytes = ow * int64_t(sizeof(Raw));
   auto with_rows = [&](auto kb) {
     constexpr int B = decltype(kb)::value;
-    if (n == 3) return vector_row<T, B, 3>(rows, n, ow, y, ys);
-    if (n == 2) return vector_row<T, B, 2>(rows, n, ow, y, ys);
-    vector_row<T, B, 0>(rows, n, ow, y, ys);
+    if (n == 3) return vector_row<T, B, 3, kOrdered>(rows, n, ow, y, ys);
+    if (n == 2) return vector_row<T, B, 2, kOrdered>(rows, n, ow, y, ys);
+    vector_row<T, B, 0, kOrdered>(rows, n, ow, y, ys);
   };
   if constexpr (kVectorBytes >= 64)
     if (bytes >= 64) return with_rows(std::integral_constant<int, 64>{});
@@ -302,8 +339,8 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
     else
       row_maxima<T, L, 2, true>(b, geo, ow, early, ix);
   };
-  auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
-                    int64_t n, int64_t ch, Prefetch& ahead) {
+  auto second = [&](const RowMaxima<T>& b, bool, int64_t r0, int64_t b0, int64_t b1,
+                    int64_t yplane, int64_t n, int64_t ch, Prefetch& ahead) {
     const int64_t iplane = n * c.indices.strides[0] + ch * c.indices.strides[1];
     const int64_t fplane = n * c.pitch[0] + ch * c.pitch[1];
     const int64_t is = c.indices.strides[3];
@@ -343,18 +380,29 @@ void max_pool_separable(const MaxPoolCall& c) {
   }
   using Raw = typename MaxKey<T>::Raw;
   constexpr int L = lanes_for<Raw>();
+  constexpr bool kOrdered = std::is_floating_point_v<Raw>;
   const SeparableGeometry geo(c.x, c.y, c.w);
   const int64_t ow = c.y.sizes[3], ys = c.y.strides[3];
   const Raw empty = bit_cast<Raw>(empty_value<T>());
   const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
+  // whether the block's rows' maxima hold a NaN: its first pass done again in SPEC 3.4's
+  // order, and its second pass in that order too
   auto first = [&](const RowMaxima<T>& b, Prefetch& early) {
+    bool nan = false;
     if (geo.last.stride == 1)
-      row_maxima<T, L, 1>(b, geo, ow, early);
+      nan = row_maxima<T, L, 1, false, kOrdered>(b, geo, ow, early);
     else
-      row_maxima<T, L, 2>(b, geo, ow, early);
+      nan = row_maxima<T, L, 2, false, kOrdered>(b, geo, ow, early);
+    if (!nan) return false;
+    Prefetch none;
+    if (geo.last.stride == 1)
+      row_maxima<T, L, 1>(b, geo, ow, none);
+    else
+      row_maxima<T, L, 2>(b, geo, ow, none);
+    return true;
   };
-  auto second = [&](const RowMaxima<T>& b, int64_t r0, int64_t b0, int64_t b1, int64_t yplane,
-                    int64_t, int64_t, Prefetch& ahead) {
+  auto second = [&](const RowMaxima<T>& b, bool nan, int64_t r0, int64_t b0, int64_t b1,
+                    int64_t yplane, int64_t, int64_t, Prefetch& ahead) {
     for (int64_t oy = b0; oy < b1; ++oy) {
       ahead.next();
       Raw* yrow = c.y.template at<Raw>(yplane + oy * c.y.strides[2]);
@@ -365,11 +413,14 @@ void max_pool_separable(const MaxPoolCall& c) {
         for (int64_t o = 0; o < ow; ++o) store(yrow + o * ys, empty);
         continue;
       }
-      output_row<T>(rows, count, ow, yrow, ys);
+      if (kOrdered && !nan)
+        output_row<T, kOrdered>(rows, count, ow, yrow, ys);
+      else
+        output_row<T>(rows, count, ow, yrow, ys);
     }
   };
-  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, [&] { return second; },
-                             false, kFirstAsks<Raw>);
+  separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first,
+                             [&] { return second; }, false, kFirstAsks<Raw>);
 }
 
 }  // namespace dmlops
