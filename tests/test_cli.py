@@ -895,6 +895,34 @@ def test_a_failed_move_removes_the_files_and_folders_already_made(capsys, tmp_pa
                                                                                "deeper"]
 
 
+@pytest.mark.parametrize("spelling", ["sub/../x.npy", "sub/./deeper/../../x.npy"])
+def test_a_target_through_a_missing_folder_leaves_no_folder(capsys, tmp_path, monkeypatch,
+                                                             spelling):
+    """A target spelled through a folder that does not exist (``sub/../x.npy``) names
+    ``x.npy`` beside the model: a model that fails at a later move leaves no ``sub/``
+    behind (issue 42)."""
+    import dmlops.dxdispatch as dx
+    monkeypatch.chdir(tmp_path)
+    m = example("max_pooling2_indices.json")
+    m["commands"] += [_write("values", spelling), _write("indices", "b.npy")]
+    real, calls = os.replace, []
+
+    def failing(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(dx.os, "replace", failing)
+    rc, out, err = run_model_text(capsys, tmp_path, m)
+    assert rc == 2 and "No space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+    monkeypatch.setattr(dx.os, "replace", real)
+    rc, out, err = run_model_text(capsys, tmp_path, m)
+    assert rc == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["b.npy", "model.json",
+                                                                      "x.npy"]
+
+
 def test_print_of_a_name_the_output_cannot_encode(tmp_path):
     """A resource named with characters stdout's encoding lacks is printed with escapes."""
     import io

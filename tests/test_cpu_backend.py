@@ -886,25 +886,31 @@ def test_separable_quantized_sums_bitwise(case, dtype, out_dtype, seed, per_chan
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("stride, pads", [(2, (1, 1)), (1, (1, 1)), (2, (0, 2))])
-def test_ordered_max_pooling_meets_each_nan(dtype, stride, pads):
-    """The separable path takes floats with one vmaxps per offset, exact where no NaN is met,
-    and does a block again in SPEC 3.4's order where one is (kernels README, "Ordered
-    floats"): a NaN at every place of a plane (row edges, the element a stride-2 vector moves
-    on to, the last of a row), a second NaN of other bits after it (the first wins) and
-    signed zeros tied around it, against the reference bit for bit; the other plane, without
-    a NaN, in the same call."""
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_ordered_max_pooling_meets_each_nan(dtype, stride, pads, channels_last):
+    """Floats take one vmaxps per offset, exact where no NaN is met, and a block (separable
+    path) or a register of outputs (register path, channels-last data) that met one is done
+    again in SPEC 3.4's order (max_pool/README.md, "Ordered floats"): a NaN at every place
+    of a plane (row edges, the element a stride-2 vector moves on to, the last of a row), a
+    second NaN of other bits after it (the first wins) and signed zeros tied around it,
+    against the reference bit for bit; the rest of the input, without a NaN, in the same
+    call."""
     bits = np.uint32 if dtype == np.float32 else np.uint64
     first = np.array(0x7FC00001 if dtype == np.float32 else 0x7FF8000000000001, bits)
     later = np.array(0xFFC00002 if dtype == np.float32 else 0xFFF8000000000002, bits)
     rng = np.random.default_rng(5)
-    base = rng.integers(-3, 3, (1, 2, 9, 37)).astype(dtype)
+    h, w, c = (9, 37, 2) if not channels_last else (7, 9, 37)
+    base = rng.integers(-3, 3, (1, c, h, w)).astype(dtype)
     base[base == 0] = -0.0
+    if channels_last:
+        base = np.ascontiguousarray(base.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     kw = dict(strides=stride, start_padding=pads[0], end_padding=pads[1])
-    for place in range(9 * 37):
-        r, c = divmod(place, 37)
-        x = base.copy()
-        x[0, 1, r, c] = first.view(dtype)
-        x[0, 1, (r + c) % 9, (5 * c + 3) % 37] = later.view(dtype)
-        x[0, 1, r, (c + 1) % 37] = 0.0
+    for place in range(h * w):
+        r, col = divmod(place, w)
+        ch = place % c if channels_last else 1
+        x = base.copy(order="K")
+        x[0, ch, r, col] = first.view(dtype)
+        x[0, ch, (r + col) % h, (5 * col + 3) % w] = later.view(dtype)
+        x[0, ch, r, (col + 1) % w] = 0.0
         got = dml.max_pooling(x, 3, backend="cpu", **kw)
-        assert _same(got, dml.max_pooling(x, 3, backend="reference", **kw)), (r, c)
+        assert _same(got, dml.max_pooling(x, 3, backend="reference", **kw)), (r, col)

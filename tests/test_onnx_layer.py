@@ -222,6 +222,16 @@ def test_pad_opset2_attributes():
                                             constant_values=-1.5))
 
 
+def test_pad_opset2_value_of_text_is_an_error():
+    """Pad-2's value attribute typed STRING is dmlops's error naming it, not Python's
+    ValueError from a float conversion (issue 42)."""
+    x = np.zeros((1, 1, 2, 2), np.float32)
+    node = helper.make_node("Pad", ["x"], ["y"], mode="constant", pads=[0, 0, 1, 0, 0, 0, 0, 1],
+                            value="1.5")
+    with pytest.raises(dml.InvalidArgumentError, match="attribute value = .* must be a number"):
+        dox.run_node(node, [x], backend=REF)
+
+
 def test_storage_order_column_major_3d():
     # index = ((n*C + c)*W + w)*H + h for 2-D; for 3-D the first spatial dimension fastest
     x = np.random.default_rng(3).standard_normal((2, 3, 4, 5, 6)).astype(np.float32)

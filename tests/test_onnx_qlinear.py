@@ -143,3 +143,15 @@ def test_qlinear_average_pool_literal():
         node = _node(dict(kernel_shape=[2, 2], channels_last=last))
         xi = np.moveaxis(x, 1, -1) if last else x
         assert dox.run_node(node, [xi] + inputs[1:])[0].ravel().tolist() == [53]
+
+
+def test_a_scale_of_text_is_an_error_not_a_conversion():
+    """A STRING-typed scale (an input or a STRING initializer) is dmlops's error naming the
+    input, not Python's ValueError from a float conversion (issue 42)."""
+    x = np.array([[10, 20], [30, 41]], np.uint8).reshape(1, 1, 2, 2)
+    node = _node(dict(kernel_shape=[2, 2]))
+    for i, name in ((1, "x_scale"), (3, "y_scale")):
+        inputs = [x, np.float32(0.5), np.uint8(0), np.float32(0.25), np.uint8(3)]
+        inputs[i] = np.array("0.5")
+        with pytest.raises(dml.InvalidArgumentError, match=f"input {name} holds <U3 values"):
+            dox.run_node(node, inputs)

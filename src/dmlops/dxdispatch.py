@@ -1244,6 +1244,10 @@ def _parse_command(i: Any, value: Any, resources: Any, dispatchables: Any, path:
     target = Path(text).expanduser()
     if not target.is_absolute():
         target = Path.cwd() / target
+    if ".." in target.parts:
+        # (the folder that ".." names: making "sub" for "sub/../x.npy" would leave it behind,
+        # and realpath reads ".." after a symbolic link as the system does)
+        target = Path(os.path.realpath(target))
     zarr = None
     if _is_zarr(str(target)):
         from . import _zarrio

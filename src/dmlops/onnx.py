@@ -328,7 +328,11 @@ def _pad(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     if "pads" in attrs or "paddings" in attrs:          # Pad-1 and Pad-2: attributes
         key = "pads" if "pads" in attrs else "paddings"
         pads = _int_list(attrs[key], key, label)
-        value = float(attrs.get("value", 0.0))
+        value = attrs.get("value", 0.0)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise InvalidArgumentError(f"{label}: attribute value = {value!r} must be a "
+                                       f"number (FLOAT)")
+        value = float(value)
         axes = tuple(range(rank))
     else:                                                # Pad-11 and later: inputs
         if "value" in attrs:
@@ -424,8 +428,12 @@ def _constant(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> 
 
 def _quant_param(v: Any, c: Any, label: Any, name: Any, channel_axis_size: Any) -> Any:
     """A per-tensor (one value) or per-channel (C values) scale or zero point, in DirectML's
-    shapes: a NumPy scalar or ``(1, C, 1, ...)``."""
+    shapes: a NumPy scalar or ``(1, C, 1, ...)``; numbers only (a string would reach the
+    kernels' float conversion)."""
     v = np.asarray(v)
+    if v.dtype.kind not in "iuf":
+        raise InvalidArgumentError(f"{label}: input {name} holds {v.dtype} values; it must "
+                                   f"hold numbers")
     if v.size == 1:
         return v.reshape(())
     if v.ndim == 1 and v.size == c:

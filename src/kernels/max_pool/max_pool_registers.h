@@ -96,16 +96,30 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   // times the pitch, which is foff + j * d * pitch; else by j + 64 * m
   const bool narrow = kIndices && r.narrow;
   const uint32_t jstep = narrow ? uint32_t(d * c.pitch[last]) : 1;
+  // Floats without indices take each offset by one vmaxps, as the separable path's ordered
+  // floats (README "Ordered floats"); a register of outputs that met a NaN is done again
+  // with the keys' comparison.
+  constexpr bool kOrdered = !kIndices && std::is_floating_point_v<Raw>;
+  using M = typename Lanes::M;
   // one window row's best of its last-dimension offsets (and which: j * jstep), lanes for
-  // outputs o..
-  auto row_best = [&](int64_t m, int64_t c0, U* which) {
+  // outputs o..; ordered: by vmaxps, the lanes that met a NaN or-ed into *unordered
+  auto row_best = [&](auto ordered, int64_t m, int64_t c0, U* which, M* unordered) {
+    constexpr bool kFast = decltype(ordered)::value;
     const Raw* row = x + r.xoff[m];
-    auto load = [&](int64_t at) { return load_row<Raw, L, kStep>(row, at, in); };
+    auto load = [&](int64_t at) {
+      const V v = load_row<Raw, L, kStep>(row, at, in);
+      if constexpr (kFast) *unordered |= v != v;
+      return v;
+    };
     V best;
     auto take = [&](V v, int64_t j) {
-      auto t = Lanes::better(v, best);
-      best = t ? v : best;
-      if constexpr (kIndices) *which = widen_mask(t) ? U{} + uint32_t(j) * jstep : *which;
+      if constexpr (kFast) {
+        best = v > best ? v : best;
+      } else {
+        auto t = Lanes::better(v, best);
+        best = t ? v : best;
+        if constexpr (kIndices) *which = widen_mask(t) ? U{} + uint32_t(j) * jstep : *which;
+      }
     };
     int64_t j = 1;
     bool paired = false;
@@ -117,10 +131,13 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
         V odd;
         load_pair<Raw, L>(row, c0, in, &best, &odd);
         const V even = best;
+        if constexpr (kFast) *unordered |= (even != even) | (odd != odd);
         take(odd, 1);
         j = 2;
         if (w >= 3) {
-          take(moved_on(even, row[c0 + 2 * L]), 2);
+          const V next = moved_on(even, row[c0 + 2 * L]);
+          if constexpr (kFast) *unordered |= next != next;
+          take(next, 2);
           j = 3;
         }
         paired = true;
@@ -148,22 +165,46 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   };
   // whole vectors from va; the last one ends at vb, overlapping the one before it where
   // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
-  sweep<L>(va, vb, [&](int64_t o) {
+  // outputs o.. (ordered: false where a lane met a NaN, the outputs then not stored)
+  auto outputs = [&](auto ordered, int64_t o) {
+    constexpr bool kFast = decltype(ordered)::value;
     const int64_t c0 = o * s - dl.start;  // input coordinate of lane 0 at offset 0
     // each window row's best first, then the rows in order: the same winner as one offset
     // at a time (the first of the best), with shorter chains of dependent comparisons
     U number{};
-    V best = row_best(0, c0, &number);
+    M unordered{};
+    V best = row_best(ordered, 0, c0, &number, &unordered);
+    if constexpr (kFast) {
+      // the rows in two runs, each the first of its best, then the later run's taken only
+      // where greater: the first of the best of all (that choice is associative), with
+      // half the chain of dependent vmaxps
+      const int64_t half = (r.rows + 1) / 2;
+      if (half < r.rows) {
+        V later = row_best(ordered, half, c0, &number, &unordered);
+        for (int64_t m = 1; m < half; ++m) {
+          const V v = row_best(ordered, m, c0, &number, &unordered);
+          best = v > best ? v : best;
+          if (half + m < r.rows) {
+            const V u = row_best(ordered, half + m, c0, &number, &unordered);
+            later = u > later ? u : later;
+          }
+        }
+        best = later > best ? later : best;
+      }
+    }
     if (narrow) number += uint32_t(r.foff[0]);
-    for (int64_t m = 1; m < r.rows; ++m) {
+    for (int64_t m = 1; m < (kFast ? 0 : r.rows); ++m) {
       U which{};
-      V v = row_best(m, c0, &which);
+      V v = row_best(ordered, m, c0, &which, &unordered);
       auto take = Lanes::better(v, best);
       best = take ? v : best;
       if constexpr (kIndices) {
         const uint32_t add = narrow ? uint32_t(r.foff[m]) : uint32_t(m * 64);
         number = widen_mask(take) ? which + add : number;
       }
+    }
+    if constexpr (kFast) {
+      if (any_lane(unordered)) return false;
     }
     if (c.y.data != nullptr) {
       if (ys == 1) {
@@ -184,6 +225,13 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
                     uint64_t(r.foff[number[i] >> 6] + at * c.pitch[last]));
       }
     }
+    return true;
+  };
+  sweep<L>(va, vb, [&](int64_t o) {
+    if constexpr (kOrdered) {
+      if (outputs(std::true_type{}, o)) return;
+    }
+    outputs(std::false_type{}, o);
   }, [](int64_t) {});  // (never: the caller gives at least L outputs)
 }
 
