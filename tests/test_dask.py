@@ -376,6 +376,10 @@ def test_unpooling_an_index_outside_the_output_is_the_in_memory_error():
         y.compute(scheduler="synchronous")
     assert str(lazy.value) == str(memory.value)
     assert "indices[0, 1, 2, 1] = 72" in str(memory.value)
+    # NumPy indices beside a Dask input: checked at the call, as in memory (issue 43)
+    with pytest.raises(dml.InvalidArgumentError) as at_call:
+        dml.max_unpooling(da.from_array(x, chunks=1), idx, (1, 2, 6, 6))
+    assert str(at_call.value) == str(memory.value)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])

@@ -857,15 +857,18 @@ def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *
     [[0.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 6.0, 7.0]]
 
     Dask arrays (``x``, ``indices`` or both) give a lazy Dask array, the same bits whatever
-    the chunking (SPEC 6); an index outside the output is the error above, raised when the
-    block holding it is computed. ``chunks`` chunks the output, by default N and C as the
+    the chunking (SPEC 6); an index outside the output is the error above, raised at the
+    call where the indices are in memory, else when the block holding it is computed. ``chunks`` chunks the output, by default N and C as the
     input's and the other dimensions cut where the input's are, scaled to the output's size.
     """
     if _dask.is_dask(x) or _dask.is_dask(indices) or chunks is not None:
+        def build(call: Call, kernels: ModuleType, lazy_x: Any, lazy_indices: Any) -> Any:
+            if not _dask.is_dask(indices):      # (in memory: checked now, as in memory)
+                _pool.check_unpool_indices(
+                    call.plan, _input(indices, "max_unpooling", "indices"), call.names)
+            return _dask.unpooling(lazy_x, lazy_indices, call, kernels, chunks, call.names)
         return _lazy("max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
-                     _plan_max_unpooling, (output_sizes,),
-                     lambda call, kernels, x, indices: _dask.unpooling(
-                         x, indices, call, kernels, chunks, call.names))
+                     _plan_max_unpooling, (output_sizes,), build)
     x = _input(x, "max_unpooling")
     indices = _input(indices, "max_unpooling", "indices")
     call = planned(_plan_max_unpooling, (x, indices, out), output_sizes)
