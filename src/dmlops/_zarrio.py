@@ -36,12 +36,29 @@ class ZarrError(Exception):
 
 def split(text: str) -> Any:
     """``(store, component)`` of a path naming a zarr array (``component`` "" for the store
-    itself), or None where no component ends in ``.zarr``."""
-    parts = Path(text).parts
-    for i, part in enumerate(parts):
+    itself), or None where no component ends in ``.zarr``. A URL that fsspec reads
+    (``s3://bucket/volume.zarr/raw``) keeps its store as a string (a ``file://`` URL is the
+    local path it names), a path gives a Path."""
+    scheme, sep, rest = text.partition("://")
+    if sep and scheme.lower() == "file":
+        text, sep = rest, ""
+    if sep:
+        parts = rest.split("/")
+        for i, part in enumerate(parts):
+            if part.lower().endswith(".zarr"):
+                return f"{scheme}://{'/'.join(parts[:i + 1])}", "/".join(parts[i + 1:])
+        return None
+    path_parts = Path(text).parts
+    for i, part in enumerate(path_parts):
         if part.lower().endswith(".zarr"):
-            return Path(*parts[:i + 1]), "/".join(parts[i + 1:])
+            return Path(*path_parts[:i + 1]), "/".join(path_parts[i + 1:])
     return None
+
+
+def is_url(store: Any) -> bool:
+    """Whether a store (``split``'s first value) is a URL: an object store, which has no
+    rename."""
+    return isinstance(store, str)
 
 
 def _imports() -> None:
@@ -52,22 +69,26 @@ def _imports() -> None:
         raise ZarrError(f"zarr stores need {EXTRA}: {e}") from None
 
 
-def open_source(store: Path, component: str) -> Any:
-    """The zarr array ``component`` of ``store`` (an absolute path) as a Dask array of the
-    zarr's chunks, each block read by :class:`_Source` where its task runs."""
+def open_source(store: Path | str, component: str, options: dict[str, Any] | None = None
+                ) -> Any:
+    """The zarr array ``component`` of ``store`` (an absolute path, or a URL read with the
+    fsspec ``options``) as a Dask array of the zarr's chunks, each block read by
+    :class:`_Source` where its task runs."""
     _imports()
     import dask.array as da
     import zarr
 
     name = _name(store, component)
     try:
-        node = zarr.open(store=str(store), path=component or None, mode="r")
+        node = zarr.open(store=str(store), path=component or None, mode="r",
+                         **_options(store, options))
     except Exception as e:      # (zarr's own errors differ between versions and formats)
         raise ZarrError(f"cannot open {name!r} as a zarr array: "
                         f"{type(e).__name__}: {e}") from None
     if not isinstance(node, zarr.Array):
         raise ZarrError(f"{name!r} is a zarr group; name an array inside it ({name}/ARRAY)")
-    source = _Source(str(store), component, node.shape, node.dtype, node.chunks)
+    source = _Source(str(store), component, node.shape, node.dtype, node.chunks,
+                     _options(store, options))
     return da.from_array(source, chunks=node.chunks, asarray=False, lock=False, fancy=False,
                          meta=np.empty((0,) * node.ndim, node.dtype))
 
@@ -80,8 +101,8 @@ class _Source:
     shape, data type and chunks."""
 
     def __init__(self, store: str, component: str, shape: tuple[int, ...], dtype: Any,
-                 chunks: tuple[int, ...]) -> None:
-        self.store, self.component = store, component
+                 chunks: tuple[int, ...], options: dict[str, Any]) -> None:
+        self.store, self.component, self.options = store, component, options
         self.shape, self.dtype, self.chunks = tuple(shape), np.dtype(dtype), tuple(chunks)
         self.ndim = len(self.shape)
         self._array: Any = None
@@ -96,9 +117,10 @@ class _Source:
     def _open(self) -> Any:
         if self._array is None:
             import zarr
-            name = _name(Path(self.store), self.component)
+            name = _name(self.store, self.component)
             try:
-                array = zarr.open_array(store=self.store, path=self.component or None, mode="r")
+                array = zarr.open_array(store=self.store, path=self.component or None, mode="r",
+                                        **self.options)
             except Exception as e:
                 raise ZarrError(f"cannot read the zarr array {name!r} where the task runs "
                                 f"({_where()}): {type(e).__name__}: {e}") from None
@@ -119,17 +141,31 @@ def _where() -> str:
     return f"host {socket.gethostname()}, process {os.getpid()}, folder {os.getcwd()}"
 
 
-def _name(store: Path, component: str) -> str:
+def _name(store: Path | str, component: str) -> str:
     return str(store) + ("/" + component if component else "")
+
+
+def _options(store: Path | str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """zarr's keyword for a store's fsspec options (a URL's only: zarr refuses them for a
+    local path)."""
+    return {"storage_options": dict(options)} if is_url(store) and options else {}
 
 
 class Staged:
     """zarr targets written under temporary names, then moved into place together
     (``commit``), or removed (``discard``). ``add`` records a target's array (Dask or NumPy);
-    ``write`` computes and stores all of them in one pass (shared work done once)."""
+    ``write`` computes and stores all of them in one pass (shared work done once). On an
+    object store (a URL), which has no rename, a target is written at its place without its
+    metadata, which ``commit`` writes once every chunk of every target is there: until then
+    no reader can open it, and ``discard`` removes what was written."""
 
-    def __init__(self) -> None:
-        self.items: list[tuple[Path, str, Any]] = []     # (store, component, array)
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = dict(options or {})      # fsspec's, for URLs
+        self.items: list[tuple[Path | str, str, Any]] = []     # (store, component, array)
+        # object-store targets (URL, component, array without metadata) and the prefixes
+        # (filesystem, path) to remove on failure
+        self.remote: list[tuple[str, str, Any, Any, str]] = []
+        self.written: list[tuple[Any, str]] = []
         # folders to remove on failure (whole stores or arrays)
         self.temps: list[Path] = []
         self.places: list[tuple[Path, Path]] = []       # (temporary folder, final folder)
@@ -138,7 +174,7 @@ class Staged:
         # store -> its temporary folder, for stores made anew
         self.new: dict[Path, Path] = {}
 
-    def add(self, store: Path, component: str, array: Any) -> None:
+    def add(self, store: Path | str, component: str, array: Any) -> None:
         self.items.append((store, component, array))
 
     def write(self, session: Session) -> None:
@@ -158,15 +194,73 @@ class Staged:
             # counts them
             spec = dict(shape=lazy.shape, chunks=lazy.chunksize, dtype=lazy.dtype,
                         fill_value=None, config={"write_empty_chunks": True})
-            if not component:
-                target = zarr.create_array(store=str(self._new_store(store)), **spec)
+            if is_url(store):
+                target = self._on_object_store(str(store), component, spec)
+            elif not component:
+                target = zarr.create_array(store=str(self._new_store(Path(store))), **spec)
             else:
-                target = self._in_group(store, component, spec)
+                target = self._in_group(Path(store), component, spec)
             sources.append(lazy)
             targets.append(target)
         session.store(sources, targets)
+        for _, _, target, fs, _ in self.remote:
+            # (listings fsspec kept from before the writes would count no chunk)
+            fs.invalidate_cache()
+            getattr(target.store, "fs", fs).invalidate_cache()
         for (store, component, _), target in zip(self.items, targets):
             _check_complete(target, _name(store, component))
+
+    def _on_object_store(self, store: str, component: str, spec: dict[str, Any]) -> Any:
+        """An array at ``component`` of the store at URL ``store`` whose metadata is not
+        written (the metadata made in memory); nothing may be there yet: without rename an
+        array in place could not be kept until the new one is complete."""
+        import fsspec
+        import zarr
+        from zarr.core.array import Array, AsyncArray
+        from zarr.storage import FsspecStore, MemoryStore, StorePath
+
+        name = _name(store, component)
+        try:
+            fs, root = fsspec.core.url_to_fs(store, **self.options)
+            place = root + ("/" + component if component else "")
+            there = fs.exists(place)
+        except Exception as e:      # (fsspec's and the store's own errors)
+            raise ZarrError(f"cannot reach {name!r}: {type(e).__name__}: {e}") from None
+        if there:
+            raise ZarrError(f"{name!r} exists; dmlops does not replace an array on an object "
+                            f"store (it has no rename, so a failing model would lose it): "
+                            f"remove it first, or name another target")
+        memory = MemoryStore()
+        if component:
+            node = zarr.open_group(store=memory, mode="a").create_array(component, **spec)
+        else:
+            node = zarr.create_array(store=memory, **spec)
+        remote = FsspecStore.from_url(store, storage_options=self.options or None)
+        target = Array(AsyncArray(metadata=node.metadata, store_path=StorePath(remote, component),
+                                  config=spec["config"]))
+        self.written.append((fs, place))
+        self.remote.append((store, component, target, fs, root))
+        return target
+
+    def _commit_remote(self) -> None:
+        """The object-store targets' metadata, each group on the way that is missing first,
+        the array's last."""
+        if not self.remote:
+            return
+        import zarr
+        from zarr.storage import FsspecStore
+
+        for store, component, target, fs, root in self.remote:
+            remote = FsspecStore.from_url(store, storage_options=self.options or None)
+            parts = component.split("/")[:-1] if component else None
+            if parts is not None:
+                for i in range(len(parts) + 1):
+                    group = "/".join(parts[:i])
+                    place = root + ("/" + group if group else "")
+                    if not fs.exists(place + "/zarr.json"):
+                        self.written.append((fs, place))    # (made here: removed on failure)
+                    zarr.open_group(store=remote, path=group, mode="a")
+            target.update_attributes({})       # (writes the array's whole metadata)
 
     def _new_store(self, store: Path) -> Path:
         """The temporary folder of a store made anew (one for all its targets)."""
@@ -205,7 +299,9 @@ class Staged:
         return group.create_array(tmp_name, **spec)
 
     def commit(self) -> None:
-        """Every staged folder into its place (an existing one set aside, then removed)."""
+        """The object-store targets' metadata, then every staged folder into its place (an
+        existing one set aside, then removed)."""
+        self._commit_remote()
         for tmp, final in self.places:
             if final.exists():
                 aside = final.with_name(f".{final.name}.{os.getpid()}.old")
@@ -216,7 +312,7 @@ class Staged:
             self.temps.append(final)        # (undone by discard until the end)
         for aside, _ in self.kept:
             _remove(aside)
-        self.kept, self.temps = [], []
+        self.kept, self.temps, self.written, self.remote = [], [], [], []
 
     def discard(self) -> None:
         """Remove what was staged or moved, put back what was set aside."""
@@ -227,7 +323,14 @@ class Staged:
             os.replace(aside, final)
         for folder in sorted(self.made, key=lambda f: len(f.parts), reverse=True):
             shutil.rmtree(folder, ignore_errors=True)
+        for fs, place in self.written:
+            try:
+                if fs.exists(place):
+                    fs.rm(place, recursive=True)
+            except Exception:       # (a store gone: nothing more can be removed there)
+                pass
         self.temps, self.kept, self.made, self.new = [], [], [], {}
+        self.written, self.remote = [], []
 
 
 def _check_complete(target: Any, name: str) -> None:

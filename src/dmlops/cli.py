@@ -9,6 +9,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -57,6 +58,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true",
                      help="no progress bar (one goes to stderr on a terminal, for zarr "
                           "models)")
+    run.add_argument("--storage-option", metavar="KEY=VALUE", action="append", default=[],
+                     type=_storage_option, dest="storage_options",
+                     help="an fsspec option for the URLs the model names (s3://..., "
+                          "gs://...), repeatable: endpoint_url=http://host:9000, anon=true; "
+                          "a VALUE that reads as JSON (true, 3, {...}) is that value. "
+                          "Credentials also come as fsspec and s3fs read them "
+                          "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, ...)")
 
     explain = sub.add_parser(
         "explain", help="draw the geometry of a DxDispatch model's pooling and padding",
@@ -80,6 +88,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _storage_option(text: str) -> tuple[str, Any]:
+    """KEY=VALUE as the pair fsspec takes: VALUE as JSON where it reads as JSON (true, 3,
+    {"a": 1}), else the text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
 def _level_text(text: str) -> int | str:
     """A level as typed on the command line: a hexadecimal value (0x6400) is the number, as
     the library's spellings have it; the rest goes to the library as text."""
@@ -96,7 +116,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .dxdispatch import ModelError, load_model, write_text
     try:
         model = load_model(args.model, feature_level=args.feature_level,
-                           backend=args.backend)
+                           backend=args.backend, storage_options=dict(args.storage_options))
         model.run(out, scheduler=args.scheduler,
                   progress=not args.quiet and _is_terminal(err))
     except ModelError as e:

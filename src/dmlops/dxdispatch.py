@@ -54,7 +54,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -367,12 +367,20 @@ def _check_npy_size(file: Path, spath: str) -> None:
                                 f"holds {have} bytes of data")
 
 
-def _zarr_source(text: str, dt_value: Any, base_dir: Path, path: str) -> Any:
-    """A resource's zarr array (``store.zarr`` or ``store.zarr/path/in/group``): its data
-    type and its elements as a Dask array of the store's chunks."""
+def _zarr_source(text: str, dt_value: Any, base_dir: Path, path: str,
+                 options: dict[str, Any]) -> Any:
+    """A resource's zarr array (``store.zarr`` or ``store.zarr/path/in/group``, or a URL
+    fsspec reads with ``options``): its data type and its elements as a Dask array of the
+    store's chunks."""
     from . import _zarrio
     spath = _key(path, "sourcePath")
     store, component = _zarrio.split(text)
+    if _zarrio.is_url(store):
+        try:
+            arr = _zarrio.open_source(store, component, options)
+        except _zarrio.ZarrError as e:
+            raise ModelError(spath, str(e)) from None
+        return _source_type(arr, text, dt_value, path), arr
     p = store.expanduser()
     found = [c.absolute() for c in ([p] if p.is_absolute() else [base_dir / p, Path.cwd() / p])
              if c.is_dir()]
@@ -410,12 +418,13 @@ def _is_zarr(text: Any) -> bool:
     return isinstance(text, str) and _zarrio.split(text) is not None
 
 
-def _load_source(obj: dict[str, Any], dt_value: Any, base_dir: Path, path: str) -> Any:
+def _load_source(obj: dict[str, Any], dt_value: Any, base_dir: Path, path: str,
+                 options: dict[str, Any]) -> Any:
     spath = _key(path, "sourcePath")
     text = _str(obj["sourcePath"], spath, "a file path")
     if _is_zarr(text):
         _file_name_ok(text, spath)
-        return _zarr_source(text, dt_value, base_dir, path)
+        return _zarr_source(text, dt_value, base_dir, path, options)
     file = _resolve_source(text, base_dir, spath)
     ext = file.suffix.lower()
     if ext == ".npy":
@@ -439,10 +448,11 @@ def _load_source(obj: dict[str, Any], dt_value: Any, base_dir: Path, path: str) 
                             f"reads .npy, .dat and .bin files and zarr arrays")
 
 
-def _parse_resource(name: str, value: Any, base_dir: Path, path: str, lazy: Any = False
-                    ) -> Resource:
+def _parse_resource(name: str, value: Any, base_dir: Path, path: str, lazy: Any = False,
+                    options: dict[str, Any] | None = None) -> Resource:
     """``lazy``: the model names zarr stores, so fills (``{valueCount, value}``) stay lazy
-    (an output declared as zeros is never made in memory)."""
+    (an output declared as zeros is never made in memory); ``options``: fsspec's, for
+    URLs."""
     obj = _obj(value, path)
     _keys(obj, path, _RESOURCE_KEYS, required=("initialValues",))
     ipath = _key(path, "initialValues")
@@ -453,7 +463,7 @@ def _parse_resource(name: str, value: Any, base_dir: Path, path: str, lazy: Any 
     if isinstance(init, dict) and "sourcePath" in init:
         _obj(init, ipath)
         _keys(init, ipath, ("sourcePath",))
-        dt, values = _load_source(init, dt, base_dir, ipath)
+        dt, values = _load_source(init, dt, base_dir, ipath, options or {})
         if hasattr(values, "dask"):
             if "sizeInBytes" in obj:
                 raise ModelError(_key(path, "sizeInBytes"), "a zarr resource has its array's "
@@ -1053,15 +1063,17 @@ class _Print:
 
 
 class _WriteFile:
-    def __init__(self, resource: Resource, target: Path, dims: Any, path: str, zarr: Any = None
-                 ) -> None:
+    """``target``: a Path, or the URL of a zarr array on an object store."""
+
+    def __init__(self, resource: Resource, target: Path | str, dims: Any, path: str,
+                 zarr: Any = None) -> None:
         self.resource = resource
         self.target = target
         self.dims = dims
         self.path = path
         self.zarr = zarr            # (store, component) of a zarr target
 
-    def run(self, state: Any, shapes: Any, pending: dict[Path, Any], session: Any) -> None:
+    def run(self, state: Any, shapes: Any, pending: dict[Any, Any], session: Any) -> None:
         r = self.resource
         # the command's dimensions, else (zarr) the sizes the resource was last written with
         shape = self.dims or (shapes.get(r.name) if self.zarr else None) or (r.count,)
@@ -1241,6 +1253,17 @@ def _parse_command(i: Any, value: Any, resources: Any, dispatchables: Any, path:
     if not text.strip():
         raise ModelError(tpath, "an empty path")
     _file_name_ok(text, tpath)
+    if "://" in text and not text.lower().startswith("file://"):
+        from . import _zarrio
+        zarr = _zarrio.split(text)
+        if zarr is None:
+            raise ModelError(tpath, f"{text!r}: a URL names a zarr array (a path ending in "
+                                    f".zarr, or inside one); .npy, .dat and .bin files are "
+                                    f"written to local paths")
+        dims = _write_dims(obj, res, path)
+        return _WriteFile(res, text, dims, path, zarr)
+    if text.lower().startswith("file://"):
+        text = text[len("file://"):]
     target = Path(text).expanduser()
     if not target.is_absolute():
         target = Path.cwd() / target
@@ -1262,17 +1285,22 @@ def _parse_command(i: Any, value: Any, resources: Any, dispatchables: Any, path:
             if not parent.is_dir():
                 raise ModelError(tpath, f"{str(parent)!r} is not a directory")
             break
-    dims = None
-    if "dimensions" in obj:
-        dpath = _key(path, "dimensions")
-        dims = tuple(_uint_list(obj["dimensions"], dpath, 1))
-        if not dims:
-            raise ModelError(dpath, "needs at least one dimension")
-        n = int(np.prod(dims, dtype=object))
-        if n > res.capacity:
-            raise ModelError(dpath, f"{list(dims)} is {n} elements; resource {res.name!r} "
-                                    f"holds {res.capacity} {res.data_type.name} elements")
-    return _WriteFile(res, target, dims, path, zarr)
+    return _WriteFile(res, target, _write_dims(obj, res, path), path, zarr)
+
+
+def _write_dims(obj: dict[str, Any], res: Any, path: str) -> Any:
+    """A writeFile's ``dimensions``, if given."""
+    if "dimensions" not in obj:
+        return None
+    dpath = _key(path, "dimensions")
+    dims = tuple(_uint_list(obj["dimensions"], dpath, 1))
+    if not dims:
+        raise ModelError(dpath, "needs at least one dimension")
+    n = int(np.prod(dims, dtype=object))
+    if n > res.capacity:
+        raise ModelError(dpath, f"{list(dims)} is {n} elements; resource {res.name!r} "
+                                f"holds {res.capacity} {res.data_type.name} elements")
+    return dims
 
 
 # --------------------------------------------------------------------------------------------
@@ -1281,11 +1309,14 @@ def _parse_command(i: Any, value: Any, resources: Any, dispatchables: Any, path:
 class Model:
     """A parsed, validated DxDispatch model, ready to :meth:`run`."""
 
-    def __init__(self, path: Any, resources: Any, dispatchables: Any, commands: Any) -> None:
+    def __init__(self, path: Any, resources: Any, dispatchables: Any, commands: Any,
+                 storage_options: dict[str, Any] | None = None) -> None:
         self.path = path
         self.resources = resources
         self.dispatchables = dispatchables
         self.commands = commands
+        # fsspec's options for the URLs the model names (its sources were opened with them)
+        self.storage_options = dict(storage_options or {})
 
     def run(self, out: Any = None, *, scheduler: Any = None, progress: Any = False) -> list[Any]:
         """Run the commands in order (resources start from their initial values), then write
@@ -1300,7 +1331,7 @@ class Model:
                  for name, r in self.resources.items()}
         # resource -> the sizes of the tensor last written whole into it
         shapes: dict[Any, Any] = {}
-        pending: dict[Path, Any] = {}
+        pending: dict[Any, Any] = {}
         printed = io.StringIO()
         session = Session(scheduler, progress)
         try:
@@ -1312,7 +1343,7 @@ class Model:
                         cmd.run(state, printed, session)
                 else:
                     cmd.run(state, shapes, pending, session)
-            written = _write_files(pending, session)
+            written = _write_files(pending, session, self.storage_options)
         finally:
             session.close()
         # (held back until every command succeeded: a model that fails writes nothing)
@@ -1348,14 +1379,14 @@ def write_text(out: Any, text: str) -> None:
         out.write(text.encode(enc, "backslashreplace").decode(enc))
 
 
-def _write_files(pending: dict[Path, Any], session: Any) -> list[Any]:
+def _write_files(pending: dict[Any, Any], session: Any, options: dict[str, Any]) -> list[Any]:
     """Write every file to a temporary name beside it (zarr arrays too, in one pass over
     their Dask graphs), then move them all into place: a failure leaves no new file, store
     or folder behind (the files already moved into place and the folders made are removed
     again, a store set aside is put back, and the message says so)."""
     from ._zarrio import Staged, ZarrError
     staged, moved, made = [], [], []
-    stores = Staged()
+    stores = Staged(options)
     files = [(t, v) for t, v in pending.items() if v[2] is None]
     # (a failure of the zarr targets together is reported at the first of them)
     first_zarr = next((p for _, (_, p, z) in pending.items() if z is not None), None)
@@ -1365,7 +1396,8 @@ def _write_files(pending: dict[Path, Any], session: Any) -> list[Any]:
             where = _key(path, "targetPath")
             if zarr is not None:
                 try:
-                    made += _make_folders(zarr[0].parent)
+                    if isinstance(zarr[0], Path):
+                        made += _make_folders(zarr[0].parent)
                 except OSError as e:
                     failure = (path, f"cannot make the folder of {str(target)!r}: "
                                      f"{e.strerror or e}")
@@ -1485,8 +1517,9 @@ def _read_json(path: Path) -> Any:
 
 
 def parse_model(data: Any, base_dir: Any = ".", *, feature_level: Any = None, backend: Any = None,
-                name: Any = "model") -> Model:
-    """Validate a model given as already-decoded JSON; ``base_dir`` resolves ``sourcePath``."""
+                name: Any = "model", storage_options: dict[str, Any] | None = None) -> Model:
+    """Validate a model given as already-decoded JSON; ``base_dir`` resolves ``sourcePath``;
+    ``storage_options``: fsspec's, for the URLs the model names (``s3://...``)."""
     try:
         level = _feature_level(feature_level)
     except DmlError as e:
@@ -1510,7 +1543,7 @@ def parse_model(data: Any, base_dir: Any = ".", *, feature_level: Any = None, ba
         if rname == "$schema":          # ignored wherever it appears (SPEC 7)
             continue
         resources[rname] = _parse_resource(rname, value, base_dir, _key("resources", rname),
-                                           lazy)
+                                           lazy, storage_options)
     dispatchables = {}
     dobj = _obj(root["dispatchables"], "dispatchables")
     for dname, value in dobj.items():
@@ -1524,7 +1557,7 @@ def parse_model(data: Any, base_dir: Any = ".", *, feature_level: Any = None, ba
                                        _item("commands", i)))
     _targets_apart(commands)
     _plan_laziness(commands, resources)
-    return Model(name, resources, dispatchables, commands)
+    return Model(name, resources, dispatchables, commands, storage_options)
 
 
 def _names_zarr(resources: dict[str, Any], commands: Any) -> bool:
@@ -1577,22 +1610,25 @@ def _targets_apart(commands: Any) -> None:
         if not isinstance(cmd, _WriteFile):
             continue
         where = _key(cmd.path, "targetPath")
+        # (a URL as a path of its scheme's folder: s3:/bucket/volume.zarr)
+        mine = cmd.target if isinstance(cmd.target, Path) else PurePosixPath(cmd.target)
         for target, its in earlier.items():
-            if target in cmd.target.parents:
+            if target in mine.parents:
                 raise ModelError(where, f"{str(cmd.target)!r} would be inside {str(target)!r}, "
                                         f"the file {its} writes")
-            if cmd.target in target.parents:
+            if mine in target.parents:
                 raise ModelError(where, f"{str(cmd.target)!r} is a folder of {str(target)!r}, "
                                         f"the file {its} writes")
-        earlier.setdefault(cmd.target, where)
+        earlier.setdefault(mine, where)
 
 
-def load_model(path: Any, *, feature_level: Any = None, backend: Any = None) -> Model:
+def load_model(path: Any, *, feature_level: Any = None, backend: Any = None,
+               storage_options: dict[str, Any] | None = None) -> Model:
     """Read and validate a model file; raises :class:`ModelError`."""
     path = Path(path)
     data = _read_json(path)
     return parse_model(data, path.parent, feature_level=feature_level, backend=backend,
-                       name=str(path))
+                       name=str(path), storage_options=storage_options)
 
 
 def run_model(path: Any, *, feature_level: Any = None, backend: Any = None, out: Any = None,
