@@ -27,6 +27,7 @@ from .window import onnx_pads, pooling_output_sizes
 
 if TYPE_CHECKING:
     from ._explain import explain, explain_text
+    from ._pyramid import pyramid, write_pyramid
     from .descs import (DESC_CLASSES, AveragePooling1Desc, AveragePoolingDesc,
                         AveragePoolingGradDesc, CompiledOperator, LpPooling1Desc, LpPoolingDesc,
                         MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, MaxPoolingGradDesc,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 # Imported at first use (PEP 562): the descriptions' dataclasses and the pictures' module are
 # a third of the package's import time, which a script calling the functions never needs.
 _LAZY = {"explain": "._explain", "explain_text": "._explain",
+         "pyramid": "._pyramid", "write_pyramid": "._pyramid",
          **dict.fromkeys(("DESC_CLASSES", "AveragePooling1Desc", "AveragePoolingDesc",
                           "AveragePoolingGradDesc", "CompiledOperator", "LpPooling1Desc",
                           "LpPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
@@ -62,7 +64,8 @@ __version__ = "0.1.0"
 __all__ = [
     "average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
     "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
-    "padding", "pooling_output_sizes", "onnx_pads", "explain", "explain_text",
+    "padding", "pooling_output_sizes", "onnx_pads", "explain", "explain_text", "pyramid",
+    "write_pyramid",
     "TensorDesc", "AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc",
     "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
     "MaxPoolingGradDesc", "LpPoolingDesc", "LpPooling1Desc", "MaxUnpoolingDesc",

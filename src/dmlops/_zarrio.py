@@ -159,8 +159,13 @@ class Staged:
     metadata, which ``commit`` writes once every chunk of every target is there: until then
     no reader can open it, and ``discard`` removes what was written."""
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, options: dict[str, Any] | None = None, zarr_format: int = 3,
+                 root_attributes: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})      # fsspec's, for URLs
+        # the format of the arrays and groups made, and the attributes of a new store's root
+        # group (an OME-Zarr pyramid's multiscales), written with its metadata
+        self.zarr_format = zarr_format
+        self.root_attributes = dict(root_attributes or {})
         self.items: list[tuple[Path | str, str, Any]] = []     # (store, component, array)
         # object-store targets (URL, component, array without metadata) and the prefixes
         # (filesystem, path) to remove on failure
@@ -197,7 +202,8 @@ class Staged:
             if is_url(store):
                 target = self._on_object_store(str(store), component, spec)
             elif not component:
-                target = zarr.create_array(store=str(self._new_store(Path(store))), **spec)
+                target = zarr.create_array(store=str(self._new_store(Path(store))), **spec,
+                                           zarr_format=self.zarr_format)
             else:
                 target = self._in_group(Path(store), component, spec)
             sources.append(lazy)
@@ -232,9 +238,10 @@ class Staged:
                             f"remove it first, or name another target")
         memory = MemoryStore()
         if component:
-            node = zarr.open_group(store=memory, mode="a").create_array(component, **spec)
+            node = zarr.open_group(store=memory, mode="a", zarr_format=self.zarr_format
+                                   ).create_array(component, **spec)
         else:
-            node = zarr.create_array(store=memory, **spec)
+            node = zarr.create_array(store=memory, **spec, zarr_format=self.zarr_format)
         remote = FsspecStore.from_url(store, storage_options=self.options or None)
         target = Array(AsyncArray(metadata=node.metadata, store_path=StorePath(remote, component),
                                   config=spec["config"]))
@@ -243,24 +250,34 @@ class Staged:
         return target
 
     def _commit_remote(self) -> None:
-        """The object-store targets' metadata, each group on the way that is missing first,
-        the array's last."""
+        """The object-store targets' metadata: every array's, then the groups on the way
+        that are missing, deepest first (a new store's root, with its attributes, last)."""
         if not self.remote:
             return
         import zarr
         from zarr.storage import FsspecStore
 
+        groups: dict[tuple[str, str], Any] = {}
         for store, component, target, fs, root in self.remote:
-            remote = FsspecStore.from_url(store, storage_options=self.options or None)
-            parts = component.split("/")[:-1] if component else None
-            if parts is not None:
-                for i in range(len(parts) + 1):
-                    group = "/".join(parts[:i])
-                    place = root + ("/" + group if group else "")
-                    if not fs.exists(place + "/zarr.json"):
-                        self.written.append((fs, place))    # (made here: removed on failure)
-                    zarr.open_group(store=remote, path=group, mode="a")
             target.update_attributes({})       # (writes the array's whole metadata)
+            if not component:
+                continue        # (the array is the store)
+            parts = component.split("/")[:-1]
+            for i in range(len(parts) + 1):
+                groups.setdefault((store, "/".join(parts[:i])), (fs, root))
+        for (store, group), (fs, root) in sorted(groups.items(),
+                                                 key=lambda g: (g[0][1] == "",
+                                                                -g[0][1].count("/"))):
+            place = root + ("/" + group if group else "")
+            meta = "/zarr.json" if self.zarr_format == 3 else "/.zgroup"
+            if fs.exists(place + meta):
+                continue
+            self.written.append((fs, place))    # (made here: removed on failure)
+            remote = FsspecStore.from_url(store, storage_options=self.options or None)
+            made = zarr.open_group(store=remote, path=group, mode="a",
+                                   zarr_format=self.zarr_format)
+            if not group and self.root_attributes:
+                made.attrs.update(self.root_attributes)
 
     def _new_store(self, store: Path) -> Path:
         """The temporary folder of a store made anew (one for all its targets)."""
@@ -280,7 +297,10 @@ class Staged:
 
         *groups, leaf = component.split("/")
         if store in self.new or not store.exists():
-            root = zarr.open_group(store=str(self._new_store(store)), mode="a")
+            root = zarr.open_group(store=str(self._new_store(store)), mode="a",
+                                   zarr_format=self.zarr_format)
+            if self.root_attributes and not root.attrs:
+                root.attrs.update(self.root_attributes)
             return root.create_array(component, **spec)
         try:
             group = zarr.open_group(store=str(store), mode="r+")

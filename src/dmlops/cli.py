@@ -82,6 +82,40 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--text", action="store_true",
                          help="print the same as a character diagram")
 
+    pyr = sub.add_parser(
+        "pyramid", help="write an OME-Zarr multiscale pyramid of a zarr array or .npy file",
+        description="Write an OME-Zarr multiscale image (NGFF 0.5 in zarr v3, or 0.4 in zarr "
+                    "v2) of SOURCE (a zarr array, local or a URL fsspec reads, or a .npy "
+                    "file) at TARGET (a new .zarr store, local or a URL): level 0 the "
+                    "source's values, each next level the previous one pooled by dmlops "
+                    "with window = stride = the factor along the spatial axes, the last "
+                    "partial block pooled over its real elements only; bit for bit the "
+                    "chained in-memory calls.")
+    pyr.add_argument("source", metavar="SOURCE", help="a zarr array (volume.zarr, "
+                     "group.zarr/raw, s3://bucket/volume.zarr) or a .npy file")
+    pyr.add_argument("target", metavar="TARGET", help="the new store (pyramid.zarr, "
+                     "s3://bucket/pyramid.zarr)")
+    pyr.add_argument("--levels", metavar="N", type=int, default=None,
+                     help="datasets to write, level 0 included; default: until the largest "
+                          "spatial size fits one chunk")
+    pyr.add_argument("--method", choices=("average", "max"), default="average",
+                     help="average (IncludePadding false) or max pooling; default average")
+    pyr.add_argument("--factor", metavar="F", type=int, default=2,
+                     help="window and stride along each spatial axis; default 2")
+    pyr.add_argument("--axes", metavar="AXES", default=None,
+                     help="the axes' letters, tczyx style (the spatial ones last); default "
+                          "from the rank")
+    pyr.add_argument("--chunks", metavar="C", default=None, type=_chunks_text,
+                     help="every level's chunk shape, N or N,N,...; default the source's")
+    pyr.add_argument("--ngff", choices=("0.4", "0.5"), default="0.5",
+                     help="NGFF version: 0.5 (zarr v3, the default) or 0.4 (zarr v2)")
+    pyr.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                     help="run on the dask.distributed scheduler at ADDRESS")
+    pyr.add_argument("--storage-option", metavar="KEY=VALUE", action="append", default=[],
+                     type=_storage_option, dest="storage_options",
+                     help="an fsspec option for URLs, repeatable (as for run)")
+    pyr.add_argument("--quiet", action="store_true", help="no progress bar")
+
     sub.add_parser("info", help="show backends, feature levels, data types and operators",
                    description="Show the available backends, the feature levels, the data "
                                "types and the operators.")
@@ -98,6 +132,56 @@ def _storage_option(text: str) -> tuple[str, Any]:
         return key.strip(), json.loads(value)
     except ValueError:
         return key.strip(), value
+
+
+def _chunks_text(text: str) -> Any:
+    """N (every axis) or N,N,... as a chunk shape."""
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not N or N,N,...") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: chunk sizes are positive")
+    return values[0] if len(values) == 1 else values
+
+
+def _pyramid(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from . import _zarrio
+    from ._pyramid import pyramid, write_pyramid
+    from .dxdispatch import write_text
+    from .errors import DmlError
+    options = dict(args.storage_options)
+    try:
+        source = args.source
+        if source.lower().endswith(".npy") and "://" not in source:
+            import numpy as np
+            array: Any = np.load(source, mmap_mode="r", allow_pickle=False)
+            if args.chunks is None:
+                import dask.array as da
+                array = da.from_array(array, chunks="auto")
+        else:
+            split = _zarrio.split(source)
+            if split is None:
+                raise _zarrio.ZarrError(f"{source!r} names neither a zarr array (a path "
+                                        f"ending in .zarr, or inside one) nor a .npy file")
+            store, component = split
+            array = _zarrio.open_source(store if _zarrio.is_url(store) else store.absolute(),
+                                        component, options)
+        chunks = args.chunks
+        if isinstance(chunks, int):
+            chunks = (chunks,) * array.ndim
+        levels = pyramid(array, args.levels, method=args.method, factor=args.factor,
+                         axes=args.axes, chunks=chunks)
+        write_pyramid(levels, args.target, axes=args.axes, method=args.method,
+                      factor=args.factor, ngff=args.ngff, storage_options=options,
+                      scheduler=args.scheduler, progress=not args.quiet and _is_terminal(err))
+    except (DmlError, _zarrio.ZarrError, OSError, ValueError) as e:
+        write_text(err, f"dmlops pyramid: error: {e}\n")
+        return 2
+    if not args.quiet:
+        write_text(out, f"{args.target}: {len(levels)} levels, "
+                        f"{' '.join('x'.join(map(str, lv.shape)) for lv in levels)}\n")
+    return 0
 
 
 def _level_text(text: str) -> int | str:
@@ -216,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args, out, err)
         if args.command == "explain":
             return _explain(args, out, err)
+        if args.command == "pyramid":
+            return _pyramid(args, out, err)
         return _info(out)
     except BrokenPipeError:         # e.g. `dmlops info | head -1`: stop quietly
         try:
