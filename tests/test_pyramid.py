@@ -165,3 +165,30 @@ def test_an_existing_target_is_kept(tmp_path):
     rc, _, err = _cli(str(tmp_path / "in.npy"), str(tmp_path / "img.zarr"))
     assert rc == 2 and "exists; remove it first" in err
     assert list((tmp_path / "img.zarr").iterdir()) == []
+
+
+def test_a_volume_pyramided_in_bounded_memory(tmp_path):
+    """A volume generated block by block (benchmarks/pyramid.py's, 256 MiB here; the
+    benchmark runs 64 GiB) pyramided into a store: the process's peak resident memory grows
+    by less than half the volume (in a new process, so the peak is the pyramid's)."""
+    import subprocess
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    code = f"""
+import resource, sys
+sys.path.insert(0, {str(bench)!r})
+import dmlops, dask.array, zarr
+from pyramid import volume
+vol = volume(0.25)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+levels = dmlops.pyramid(vol, 3, axes="czyx")
+dmlops.write_pyramid(levels, {str(tmp_path / "big.zarr")!r}, axes="czyx")
+print(vol.nbytes, base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, *vol.shape)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    nbytes, base, peak, *shape = map(int, out.stdout.split())
+    assert 2**27 < nbytes < 2**29
+    assert (peak - base) * 1024 < nbytes / 2, (peak - base) / 1024
+    assert zarr.open_group(str(tmp_path / "big.zarr"), mode="r")["2"].shape == \
+        (1, *(math.ceil(n / 4) for n in shape[1:]))
