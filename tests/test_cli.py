@@ -867,14 +867,10 @@ def test_paths_the_system_cannot_take_are_refused_before_running(targets, source
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
 
 
-def test_a_failed_move_removes_the_files_and_folders_already_made(capsys, tmp_path,
-                                                                   monkeypatch):
-    """Files are committed all or nothing: when a later move into place fails, the files
-    already moved and the folders created are removed again, and the message says so."""
+def _second_move_fails(monkeypatch):
+    """os.replace in dmlops.dxdispatch failing at its second call (a full disk); returns the
+    real one."""
     import dmlops.dxdispatch as dx
-    monkeypatch.chdir(tmp_path)
-    m = example("max_pooling2_indices.json")
-    m["commands"] += [_write("values", "out/a.npy"), _write("indices", "out/deeper/b.npy")]
     real, calls = os.replace, []
 
     def failing(src, dst):
@@ -884,6 +880,18 @@ def test_a_failed_move_removes_the_files_and_folders_already_made(capsys, tmp_pa
         return real(src, dst)
 
     monkeypatch.setattr(dx.os, "replace", failing)
+    return real
+
+
+def test_a_failed_move_removes_the_files_and_folders_already_made(capsys, tmp_path,
+                                                                   monkeypatch):
+    """Files are committed all or nothing: when a later move into place fails, the files
+    already moved and the folders created are removed again, and the message says so."""
+    import dmlops.dxdispatch as dx
+    monkeypatch.chdir(tmp_path)
+    m = example("max_pooling2_indices.json")
+    m["commands"] += [_write("values", "out/a.npy"), _write("indices", "out/deeper/b.npy")]
+    real = _second_move_fails(monkeypatch)
     rc, out, err = run_model_text(capsys, tmp_path, m)
     assert rc == 2 and out == "" and "Traceback" not in err
     assert ("commands[5].targetPath: cannot move" in err and "No space left on device" in err
@@ -905,15 +913,7 @@ def test_a_target_through_a_missing_folder_leaves_no_folder(capsys, tmp_path, mo
     monkeypatch.chdir(tmp_path)
     m = example("max_pooling2_indices.json")
     m["commands"] += [_write("values", spelling), _write("indices", "b.npy")]
-    real, calls = os.replace, []
-
-    def failing(src, dst):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise OSError(28, "No space left on device")
-        return real(src, dst)
-
-    monkeypatch.setattr(dx.os, "replace", failing)
+    real = _second_move_fails(monkeypatch)
     rc, out, err = run_model_text(capsys, tmp_path, m)
     assert rc == 2 and "No space left on device" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]

@@ -6,7 +6,6 @@ last, and a failure removes what was written."""
 
 from __future__ import annotations
 
-import io
 import json
 import socket
 import sys
@@ -23,7 +22,7 @@ moto_server = pytest.importorskip("moto.server")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_cluster import cluster  # noqa: E402,F401  (the fixture)
-from test_zarr_models import X_SHAPE, _pool_model, _unpool_model  # noqa: E402
+from test_zarr_models import X_SHAPE, _pool_model, _run, _unpool_model  # noqa: E402
 
 sys.path.pop(0)
 BUCKET = "volumes"
@@ -62,18 +61,6 @@ def _clear(options):
 
 def _args(options):
     return [a for k, v in options.items() for a in ("--storage-option", f"{k}={v}")]
-
-
-def _run(model_path, *args):
-    from dmlops.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        rc = main(["run", str(model_path), *args])
-    finally:
-        sys.stdout, sys.stderr = saved
-    return rc, out.getvalue(), err.getvalue()
 
 
 def _volume_on_s3(options, name="in.zarr", component=None):
