@@ -177,3 +177,15 @@ def test_a_target_left_incomplete_is_an_error(tmp_path, monkeypatch, cluster):
     have, need = map(int, re.search(r"(\d+) of its (\d+) chunks are in the store", err).groups())
     assert have == need - 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json"]
+
+
+def test_a_scheduler_that_cannot_be_reached(tmp_path, monkeypatch):
+    """--scheduler at an address where none listens: exit 2 saying so, nothing written."""
+    from dmlops import _zarrio
+    monkeypatch.chdir(tmp_path)
+    _volume(tmp_path)
+    path = _write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr")]))
+    monkeypatch.setattr(_zarrio, "CONNECT_TIMEOUT", "1s")
+    rc, _, err = _run(path, "--scheduler", "tcp://127.0.0.1:9")
+    assert rc == 2 and "cannot reach the dask.distributed scheduler" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json"]

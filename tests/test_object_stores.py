@@ -26,6 +26,8 @@ from test_zarr_models import X_SHAPE, _pool_model, _run, _unpool_model  # noqa: 
 
 sys.path.pop(0)
 BUCKET = "volumes"
+# (a few chunks: each is a request to the server, the tests' time)
+CHUNKS = (1, 3, 10, 9)
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +69,11 @@ def _volume_on_s3(options, name="in.zarr", component=None):
     x = np.random.default_rng(2).standard_normal(X_SHAPE).astype(np.float32)
     url = f"s3://{BUCKET}/{name}"
     if component is None:
-        z = zarr.create_array(store=url, shape=x.shape, chunks=(1, 2, 7, 8), dtype=x.dtype,
+        z = zarr.create_array(store=url, shape=x.shape, chunks=CHUNKS, dtype=x.dtype,
                               storage_options=options)
     else:
         g = zarr.open_group(store=url, mode="a", storage_options=options)
-        z = g.create_array(component, shape=x.shape, chunks=(1, 2, 7, 8), dtype=x.dtype)
+        z = g.create_array(component, shape=x.shape, chunks=CHUNKS, dtype=x.dtype)
     z[...] = x
     return x
 
@@ -142,7 +144,7 @@ def test_a_failing_model_leaves_nothing_on_s3(tmp_path, s3):
     _volume_on_s3(s3)
     idx = np.zeros(X_SHAPE, np.uint32)
     idx[1, 2, 19, 17] = 10**6
-    zarr.create_array(store=f"s3://{BUCKET}/idx.zarr", shape=X_SHAPE, chunks=(1, 1, 5, 5),
+    zarr.create_array(store=f"s3://{BUCKET}/idx.zarr", shape=X_SHAPE, chunks=CHUNKS,
                       dtype="uint32", storage_options=s3)[...] = idx
     model = _unpool_model({"initialValues": {"sourcePath": f"s3://{BUCKET}/idx.zarr"}}, "idx",
                           [f"s3://{BUCKET}/new.zarr", f"s3://{BUCKET}/grp.zarr/deep/new"])

@@ -138,7 +138,7 @@ def test_on_s3_and_a_cluster(tmp_path, s3, cluster):
     metadata valid."""
     _clear(s3)
     x = np.random.default_rng(6).standard_normal((1, 6, 20, 18)).astype(np.float32)
-    zarr.create_array(store=f"s3://{BUCKET}/in.zarr", shape=x.shape, chunks=(1, 3, 8, 8),
+    zarr.create_array(store=f"s3://{BUCKET}/in.zarr", shape=x.shape, chunks=(1, 6, 10, 18),
                       dtype=x.dtype, storage_options=s3)[...] = x
     opts = [a for k, v in s3.items() for a in ("--storage-option", f"{k}={v}")]
     rc, _, err = _cli(f"s3://{BUCKET}/in.zarr", f"s3://{BUCKET}/img.zarr", "--levels", "3",

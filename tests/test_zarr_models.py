@@ -230,28 +230,6 @@ def test_a_progress_bar_on_a_terminal_only(tmp_path, monkeypatch, quiet):
     assert (rc, out, err) == (0, "", "")
 
 
-def test_on_a_dask_distributed_scheduler(tmp_path, monkeypatch):
-    """--scheduler ADDRESS: the model's Dask work on a LocalCluster of two worker
-    processes, started and stopped here: the in-memory results."""
-    distributed = pytest.importorskip("distributed")
-    monkeypatch.chdir(tmp_path)
-    x = _volume(tmp_path)
-    path = _write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr"), ("i", "i.npy")]))
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        rc, out, err = _run(path, "--scheduler", cluster.scheduler_address)
-    assert rc == 0, err
-    y, i = dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1,
-                           output_indices=True)
-    assert zarr.open_array(store=str(tmp_path / "y.zarr"), mode="r")[...].tobytes() == \
-        y.tobytes()
-    assert np.array_equal(np.load(tmp_path / "i.npy"), i.reshape(-1))
-    from dmlops import _zarrio
-    monkeypatch.setattr(_zarrio, "CONNECT_TIMEOUT", "1s")
-    rc, _, err = _run(path, "--scheduler", "tcp://127.0.0.1:9")
-    assert rc == 2 and "cannot reach the dask.distributed scheduler" in err
-
-
 def test_the_example_model(tmp_path, monkeypatch):
     """examples/zarr: the generator's volume, the model's pooled store."""
     root = Path(__file__).resolve().parent.parent / "examples" / "zarr"
