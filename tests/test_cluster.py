@@ -28,27 +28,6 @@ sys.path.pop(0)
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "zarr"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """Two worker processes whose working directory is a folder of their own, which holds a
-    decoy ``in.zarr`` of zeros: a task that opened a model's relative path there would read
-    it."""
-    home = tmp_path_factory.mktemp("workers")
-    zarr.create_array(store=str(home / "in.zarr"), shape=X_SHAPE, chunks=(1, 2, 7, 8),
-                      dtype="float32", fill_value=0.0)[...] = 0
-    before = os.getcwd()
-    os.chdir(home)
-    try:
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=None) as c:
-            with distributed.Client(c) as client:
-                assert set(client.run(os.getcwd).values()) == {str(home)}
-            os.chdir(before)
-            yield c
-    finally:
-        os.chdir(before)
-
-
 def test_the_example_model_on_a_cluster(tmp_path, monkeypatch, cluster):
     """examples/zarr/max_pooling_volume.json, run from its folder by relative paths: the
     in-memory max pooling, bit for bit."""

@@ -7,7 +7,6 @@ last, and a failure removes what was written."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
 
@@ -21,33 +20,12 @@ s3fs = pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_cluster import cluster  # noqa: E402,F401  (the fixture)
 from test_zarr_models import X_SHAPE, _pool_model, _run, _unpool_model  # noqa: E402
 
 sys.path.pop(0)
 BUCKET = "volumes"
 # (a few chunks: each is a request to the server, the tests' time)
 CHUNKS = (1, 3, 10, 9)
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """moto's S3 server on a free port of 127.0.0.1, with an empty bucket: the options that
-    reach it (the storage options a user passes)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    options = {"key": "testing", "secret": "testing",
-               "endpoint_url": f"http://127.0.0.1:{port}"}
-    try:
-        fs = _fs(options)
-        if not fs.exists(BUCKET):       # (moto keeps its buckets per process, across servers)
-            fs.mkdir(BUCKET)
-        yield options
-    finally:
-        server.stop()
 
 
 def _fs(options):

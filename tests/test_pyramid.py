@@ -20,8 +20,7 @@ zarr = pytest.importorskip("zarr")
 da = pytest.importorskip("dask.array")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_cluster import cluster  # noqa: E402,F401  (the fixture)
-from test_object_stores import BUCKET, _clear, _fs, s3  # noqa: E402,F401  (s3: the fixture)
+from test_object_stores import BUCKET, _clear  # noqa: E402
 
 sys.path.pop(0)
 

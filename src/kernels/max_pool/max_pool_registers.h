@@ -99,7 +99,10 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   // Floats without indices take each offset by one vmaxps, as the separable path's ordered
   // floats (README "Ordered floats"); a register of outputs that met a NaN is done again
   // with the keys' comparison.
-  constexpr bool kOrdered = !kIndices && std::is_floating_point_v<Raw>;
+  // (float32 at the channels-last instance only: each ordered instance is code that every
+  // level compiles, and max_pool.cpp's compile time is the build's; float64 and the other
+  // shapes keep the keys' comparison)
+  constexpr bool kOrdered = !kIndices && std::is_same_v<Raw, float> && kStep == 1 && kW == 1;
   using M = typename Lanes::M;
   // one window row's best of its last-dimension offsets (and which: j * jstep), lanes for
   // outputs o..; ordered: by vmaxps, the lanes that met a NaN or-ed into *unordered

@@ -380,7 +380,9 @@ void max_pool_separable(const MaxPoolCall& c) {
   }
   using Raw = typename MaxKey<T>::Raw;
   constexpr int L = lanes_for<Raw>();
-  constexpr bool kOrdered = std::is_floating_point_v<Raw>;
+  // (float32 only: float64's ordered instances would add to every level's compile time for
+  // a type rarely pooled)
+  constexpr bool kOrdered = std::is_same_v<Raw, float>;
   const SeparableGeometry geo(c.x, c.y, c.w);
   const int64_t ow = c.y.sizes[3], ys = c.y.strides[3];
   const Raw empty = bit_cast<Raw>(empty_value<T>());
