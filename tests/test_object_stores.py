@@ -167,3 +167,19 @@ def test_a_url_names_a_zarr_array(tmp_path, s3):
     model = _pool_model(f"s3://{BUCKET}/in.zarr", [("y", f"s3://{BUCKET}/y.npy")])
     rc, _, err = _run(_write(tmp_path, model), *_args(s3))
     assert rc == 2 and "commands[1].targetPath" in err and "a URL names a zarr array" in err
+
+
+def test_file_and_memory_urls(tmp_path, monkeypatch):
+    """A file:// source is the local path it names; a memory:// target (fsspec's in-process
+    store) takes the object-store route, metadata last: the in-memory results."""
+    monkeypatch.chdir(tmp_path)
+    x = np.random.default_rng(7).standard_normal(X_SHAPE).astype(np.float32)
+    zarr.create_array(store=str(tmp_path / "in.zarr"), shape=X_SHAPE, chunks=CHUNKS,
+                      dtype=x.dtype)[...] = x
+    model = _pool_model(f"file://{tmp_path / 'in.zarr'}", [("y", "memory://dmlops-test/y.zarr")])
+    rc, _, err = _run(_write(tmp_path, model))
+    assert rc == 0, err
+    y = dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1)
+    assert zarr.open_array(store="memory://dmlops-test/y.zarr", mode="r")[...].tobytes() == \
+        y.tobytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json"]

@@ -73,23 +73,26 @@ def pyramid(array: Any, levels: int | None = None, *, method: str = "average", f
     stride = ``factor`` along the spatial axes (of ``axes``, default the last up to 3), the
     ends padded so that the last partial block pools its real elements only (size
     ``ceil(n / factor)``). ``levels`` counts them, level 0 included; default: until the
-    largest spatial size fits one chunk. ``chunks``: every level's chunk shape (default the
-    source's)."""
+    largest spatial size fits one chunk. ``chunks``: every level's chunk shape, one size for
+    every axis or one per axis (default the source's)."""
     import dask.array as da
 
     from . import functional as fn
 
     _check(method, factor, levels)
+    if isinstance(chunks, (int, np.integer)):
+        chunks = (int(chunks),) * np.ndim(array)
     x = array if hasattr(array, "dask") else da.from_array(np.asarray(array),
                                                            chunks="auto" if chunks is None
                                                            else chunks)
     names = _axes(axes, x.ndim)
     k = sum(a in SPACE for a in names)
     lead = x.ndim - k
-    shape = tuple(int(c[0]) if c else 1 for c in x.chunks) if chunks is None else None
-    level_chunks = chunks if chunks is not None else shape
+    # every level's chunk shape: the one asked for, else the source's (its first chunks)
+    level_chunks = tuple(chunks) if chunks is not None else \
+        tuple(int(c[0]) if c else 1 for c in x.chunks)
     if levels is None:
-        sizes, fits, levels = list(x.shape[lead:]), list(shape or x.chunksize)[lead:], 1
+        sizes, fits, levels = list(x.shape[lead:]), list(level_chunks[lead:]), 1
         while any(n > c for n, c in zip(sizes, fits)):
             sizes = [math.ceil(n / factor) for n in sizes]
             levels += 1
@@ -103,8 +106,7 @@ def pyramid(array: Any, levels: int | None = None, *, method: str = "average", f
         four = cur[(None,) * (2 - lead)] if lead < 2 else cur
         want = tuple(four.shape[:2]) + tuple(math.ceil(n / factor) for n in sizes)
         # (each level chunked as asked, clipped to its shape)
-        cut = None if level_chunks is None else tuple(
-            min(c, n) for c, n in zip(((1,) * (2 - lead) + tuple(level_chunks)), want))
+        cut = tuple(min(c, n) for c, n in zip((1,) * (2 - lead) + level_chunks, want))
         y = pool(four, factor, strides=factor, end_padding=ends, chunks=cut, **extra)
         cur = y[(0,) * (2 - lead)] if lead < 2 else y
         out.append(cur)

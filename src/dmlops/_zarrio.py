@@ -21,6 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +43,11 @@ def split(text: str) -> Any:
     scheme, sep, rest = text.partition("://")
     if sep and scheme.lower() == "file":
         text, sep = rest, ""
-    if sep:
-        parts = rest.split("/")
-        for i, part in enumerate(parts):
-            if part.lower().endswith(".zarr"):
-                return f"{scheme}://{'/'.join(parts[:i + 1])}", "/".join(parts[i + 1:])
-        return None
-    path_parts = Path(text).parts
-    for i, part in enumerate(path_parts):
+    parts: Sequence[str] = rest.split("/") if sep else Path(text).parts
+    for i, part in enumerate(parts):
         if part.lower().endswith(".zarr"):
-            return Path(*path_parts[:i + 1]), "/".join(path_parts[i + 1:])
+            store = f"{scheme}://{'/'.join(parts[:i + 1])}" if sep else Path(*parts[:i + 1])
+            return store, "/".join(parts[i + 1:])
     return None
 
 
@@ -101,8 +97,9 @@ class _Source:
     shape, data type and chunks."""
 
     def __init__(self, store: str, component: str, shape: tuple[int, ...], dtype: Any,
-                 chunks: tuple[int, ...], options: dict[str, Any]) -> None:
-        self.store, self.component, self.options = store, component, options
+                 chunks: tuple[int, ...], zarr_options: dict[str, Any]) -> None:
+        # zarr_options: zarr's keywords for the store (``_options``)
+        self.store, self.component, self.zarr_options = store, component, zarr_options
         self.shape, self.dtype, self.chunks = tuple(shape), np.dtype(dtype), tuple(chunks)
         self.ndim = len(self.shape)
         self._array: Any = None
@@ -120,7 +117,7 @@ class _Source:
             name = _name(self.store, self.component)
             try:
                 array = zarr.open_array(store=self.store, path=self.component or None, mode="r",
-                                        **self.options)
+                                        **self.zarr_options)
             except Exception as e:
                 raise ZarrError(f"cannot read the zarr array {name!r} where the task runs "
                                 f"({_where()}): {type(e).__name__}: {e}") from None

@@ -167,11 +167,8 @@ def _pyramid(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             store, component = split
             array = _zarrio.open_source(store if _zarrio.is_url(store) else store.absolute(),
                                         component, options)
-        chunks = args.chunks
-        if isinstance(chunks, int):
-            chunks = (chunks,) * array.ndim
         levels = pyramid(array, args.levels, method=args.method, factor=args.factor,
-                         axes=args.axes, chunks=chunks)
+                         axes=args.axes, chunks=args.chunks)
         write_pyramid(levels, args.target, axes=args.axes, method=args.method,
                       factor=args.factor, ngff=args.ngff, storage_options=options,
                       scheduler=args.scheduler, progress=not args.quiet and _is_terminal(err))

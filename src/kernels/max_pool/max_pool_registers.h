@@ -96,12 +96,11 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   // times the pitch, which is foff + j * d * pitch; else by j + 64 * m
   const bool narrow = kIndices && r.narrow;
   const uint32_t jstep = narrow ? uint32_t(d * c.pitch[last]) : 1;
-  // Floats without indices take each offset by one vmaxps, as the separable path's ordered
-  // floats (README "Ordered floats"); a register of outputs that met a NaN is done again
-  // with the keys' comparison.
-  // (float32 at the channels-last instance only: each ordered instance is code that every
-  // level compiles, and max_pool.cpp's compile time is the build's; float64 and the other
-  // shapes keep the keys' comparison)
+  // float32 values at the channels-last instance (a unit window at stride 1) take each
+  // offset by one vmaxps, as the separable path's ordered floats (README "Ordered floats");
+  // a register of outputs that met a NaN is done again with the keys' comparison. (Only
+  // there: each ordered instance is code every level compiles, and max_pool.cpp's compile
+  // is the build's longest.)
   constexpr bool kOrdered = !kIndices && std::is_same_v<Raw, float> && kStep == 1 && kW == 1;
   using M = typename Lanes::M;
   // one window row's best of its last-dimension offsets (and which: j * jstep), lanes for
@@ -134,13 +133,10 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
         V odd;
         load_pair<Raw, L>(row, c0, in, &best, &odd);
         const V even = best;
-        if constexpr (kFast) *unordered |= (even != even) | (odd != odd);
         take(odd, 1);
         j = 2;
         if (w >= 3) {
-          const V next = moved_on(even, row[c0 + 2 * L]);
-          if constexpr (kFast) *unordered |= next != next;
-          take(next, 2);
+          take(moved_on(even, row[c0 + 2 * L]), 2);
           j = 3;
         }
         paired = true;
