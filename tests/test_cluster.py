@@ -97,26 +97,41 @@ def test_a_store_the_workers_cannot_reach(tmp_path, monkeypatch, cluster):
 
 
 class _FailingWrites(distributed.WorkerPlugin):
-    """Every chunk write of a worker raises, as on a full disk."""
+    """Worker 0's second chunk write raises, as on a full disk; every other chunk write takes
+    0.3 s, so that the other worker is inside one when the failure is reported."""
 
     def setup(self, worker):
+        import asyncio
         from zarr.storage import LocalStore
-        self.saved = LocalStore.set
+        self.saved, calls, first = LocalStore.set, [], worker.name == 0
 
-        async def failing(store, key, value):
+        async def slow_or_failing(store, key, value):
             if "/c/" in f"/{key}":
-                raise OSError(28, "No space left on device")
+                calls.append(key)
+                if first and len(calls) == 2:
+                    raise OSError(28, "No space left on device")
+                await asyncio.sleep(0.3)
             return await self.saved(store, key, value)
-        LocalStore.set = failing
+        LocalStore.set = slow_or_failing
 
     def teardown(self, worker):
         from zarr.storage import LocalStore
         LocalStore.set = self.saved
 
 
+def _idle(client, timeout=30.0):
+    """Back once the workers run no task."""
+    import time
+    deadline = time.monotonic() + timeout
+    while any(client.run(lambda dask_worker: len(dask_worker.state.executing)).values()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def test_a_chunk_write_that_fails_on_a_worker(tmp_path, monkeypatch, cluster):
-    """Exit 2 at the target's command naming the failure; no store left, an existing one
-    as it was."""
+    """Exit 2 at the target's command naming the failure, once the writes still running
+    have ended: no store left (none made again by a late write), an existing one as it
+    was."""
     import cloudpickle
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.chdir(tmp_path)
@@ -128,6 +143,7 @@ def test_a_chunk_write_that_fails_on_a_worker(tmp_path, monkeypatch, cluster):
         client.register_plugin(_FailingWrites(), name="failing-writes")
         try:
             rc, out, err = _run(path, "--scheduler", cluster.scheduler_address)
+            _idle(client)
         finally:
             client.unregister_worker_plugin("failing-writes")
     assert rc == 2 and "commands[1].targetPath" in err and "No space left on device" in err

@@ -152,6 +152,37 @@ def test_a_failing_model_leaves_the_stores_as_they_were(tmp_path, monkeypatch):
     assert zarr.open_array(store=str(tmp_path / "old.zarr"), mode="r")[...].tolist() == [1, 2, 3]
 
 
+def test_a_failed_write_waits_for_the_writes_running_beside_it(tmp_path, monkeypatch):
+    """The second chunk write fails while the other thread is inside a slow one: the model
+    fails once that write has ended, and the cleanup after it leaves no store behind."""
+    import asyncio
+    import threading
+    import time
+
+    from zarr.storage import LocalStore
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("dask.system.CPU_COUNT", 2)
+    _volume(tmp_path)
+    saved, calls, lock = LocalStore.set, [], threading.Lock()
+
+    async def slow_or_failing(store, key, value):
+        if "/c/" in f"/{key}":
+            with lock:
+                calls.append(key)
+                second = len(calls) == 2
+            if second:
+                await asyncio.sleep(0.05)       # (the other write under way)
+                raise OSError(28, "No space left on device")
+            await asyncio.sleep(0.3)
+        return await saved(store, key, value)
+
+    monkeypatch.setattr(LocalStore, "set", slow_or_failing)
+    rc, out, err = _run(_write(tmp_path, _pool_model("in.zarr", [("y", "new.zarr")])))
+    assert rc == 2 and "commands[1].targetPath" in err and "No space left on device" in err
+    time.sleep(0.5)     # (a write that outlived the model would have ended by now)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "model.json"]
+
+
 def test_an_existing_target_is_replaced(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     x = _volume(tmp_path)

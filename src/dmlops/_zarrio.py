@@ -382,23 +382,40 @@ class Session:
         self._client: Any = None      # (a distributed.Client)
 
     def _run(self, collections: list[Any]) -> list[Any]:
-        """``collections`` computed (arrays' values, or a store's writes)."""
-        import dask
+        """``collections`` computed (arrays' values, or a store's writes). A failure returns
+        only once no task of theirs runs any more: Dask reports the first failure while other
+        tasks still write, and a write after the caller's cleanup would leave chunks behind."""
         if self.scheduler is None:
-            if not self.progress:
-                return list(dask.compute(*collections))
-            from dask.diagnostics import ProgressBar
-            with ProgressBar(out=sys.stderr):
-                return list(dask.compute(*collections))
+            return self._run_here(collections)
         if self._client is None:
             self._client = connect(self.scheduler)
         futures = self._client.compute(collections)
-        if self.progress:
-            from distributed import progress
-            with contextlib.redirect_stdout(sys.stderr):   # (its bar prints to stdout)
-                progress(futures)
-        results: list[Any] = self._client.gather(futures)
+        try:
+            if self.progress:
+                from distributed import progress
+                with contextlib.redirect_stdout(sys.stderr):   # (its bar prints to stdout)
+                    progress(futures)
+            results: list[Any] = self._client.gather(futures)
+        except BaseException:
+            self._client.cancel(futures)
+            _drain(self._client, _tokens(collections))
+            raise
         return results
+
+    def _run_here(self, collections: list[Any]) -> list[Any]:
+        import dask
+        from concurrent.futures import ThreadPoolExecutor
+        from dask.system import CPU_COUNT
+        pool = ThreadPoolExecutor(dask.config.get("num_workers", None) or CPU_COUNT)
+        try:
+            with contextlib.ExitStack() as stack:
+                if self.progress:
+                    from dask.diagnostics import ProgressBar
+                    stack.enter_context(ProgressBar(out=sys.stderr))
+                return list(dask.compute(*collections, scheduler="threads", pool=pool))
+        finally:
+            # (the tasks queued are dropped; those running end first)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def compute(self, array: Any) -> np.ndarray:
         """An array's values in memory (NumPy arrays pass through)."""
@@ -413,6 +430,55 @@ class Session:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+DRAIN_TIMEOUT = 120.0      # seconds a failed run waits for its running tasks on a cluster
+
+
+def _tokens(collections: list[Any]) -> set[str]:
+    """The tokens that end the task names of ``collections`` (a fused task's name ends with
+    its last layer's)."""
+    names: set[str] = set()
+    for c in collections:
+        graph = c.__dask_graph__()
+        names.update(_key_name(k) for k in getattr(graph, "layers", graph))
+    return {n.rsplit("-", 1)[-1] for n in names}
+
+
+def _key_name(key: Any) -> str:
+    return str(key[0] if isinstance(key, tuple) else key)
+
+
+def _running(tokens: set[str], dask_worker: Any = None) -> int:
+    """How many tasks named by ``tokens`` run on this worker; a cancelled task runs to its
+    end (a thread cannot be stopped)."""
+    busy = ("executing", "long-running")
+    n = 0
+    for key, ts in dask_worker.state.tasks.items():
+        if _key_name(key).rsplit("-", 1)[-1] in tokens and (
+                ts.state in busy or ts.state in ("cancelled", "resumed") and ts.previous in busy):
+            n += 1
+    return n
+
+
+def _drain(client: Any, tokens: set[str]) -> None:
+    """Back once no worker runs a task named by ``tokens`` (or after ``DRAIN_TIMEOUT``, with
+    a warning)."""
+    import time
+    deadline = time.monotonic() + DRAIN_TIMEOUT
+    while True:
+        try:
+            counts = client.run(_running, tokens, on_error="ignore")
+        except Exception:       # (a scheduler gone: nothing more to wait for)
+            return
+        left = sum(n for n in counts.values() if isinstance(n, int))
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            print(f"dmlops: {left} task(s) still run on the workers {DRAIN_TIMEOUT:.0f} s "
+                  "after the failure; what they write after the cleanup stays", file=sys.stderr)
+            return
+        time.sleep(0.05)
 
 
 def connect(address: str) -> Any:
