@@ -375,6 +375,21 @@ def padding(x, start, end, mode, value_in_dtype=None):
     return out.view(x.dtype)
 
 
+def padding_grad(dy, in_sizes, start, mode):
+    """SPEC 3.10, one output element at a time in row-major order: its value added to the
+    input element it copies (none in CONSTANT's padding), every element from +0.0, in float32
+    (float64 for float64), rounded once, NaNs canonical."""
+    dy = np.asarray(dy)
+    acc_t = np.float64 if dy.dtype == np.float64 else np.float32
+    acc = np.zeros(in_sizes, acc_t)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for oi in np.ndindex(*dy.shape):
+            src = [pad_index(o - a, n, mode) for o, a, n in zip(oi, start, in_sizes)]
+            if all(s is not None for s in src):
+                acc[tuple(src)] = acc_t(acc[tuple(src)] + acc_t(dy[oi]))
+    return canonical_nans(acc.astype(dy.dtype))
+
+
 def int_pad_value(v, dtype):
     """SPEC 3.9: to an integer type, truncated toward zero and saturated (NaN -> 0)."""
     info = np.iinfo(dtype)

@@ -4,7 +4,8 @@ Two layers share one validation:
 
 - functions (NumPy in, NumPy out): :func:`average_pooling`, :func:`max_pooling`,
   :func:`max_pooling_grad`, :func:`average_pooling_grad`, :func:`quantized_linear_average_pooling`,
-  :func:`lp_pooling`, :func:`max_unpooling`, :func:`roi_pooling`, :func:`padding`, and the
+  :func:`lp_pooling`, :func:`max_unpooling`, :func:`roi_pooling`, :func:`padding`,
+  :func:`padding_grad` (its backward), and the
   helpers :func:`pooling_output_sizes` and :func:`onnx_pads`, and pictures of their
   geometry, :func:`explain` (Matplotlib) and :func:`explain_text`;
 - DirectML's descriptions: ``*Desc`` classes, :func:`compile_operator`, ``execute``.
@@ -19,7 +20,7 @@ from .backends import backends, get_backend, set_backend
 from .dtypes import DataType, FeatureLevel, PaddingMode
 from .errors import DmlError, InvalidArgumentError, UnsupportedError
 from .functional import (average_pooling, average_pooling_grad, lp_pooling, max_pooling,
-                         max_pooling_grad, max_unpooling, padding,
+                         max_pooling_grad, max_unpooling, padding, padding_grad,
                          quantized_linear_average_pooling, roi_pooling)
 from .tensor import TensorDesc
 from .threads import get_num_threads, set_num_threads
@@ -64,7 +65,7 @@ __version__ = "0.1.0"
 __all__ = [
     "average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
     "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
-    "padding", "pooling_output_sizes", "onnx_pads", "explain", "explain_text", "pyramid",
+    "padding", "padding_grad", "pooling_output_sizes", "onnx_pads", "explain", "explain_text", "pyramid",
     "write_pyramid",
     "TensorDesc", "AveragePoolingDesc", "AveragePooling1Desc", "AveragePoolingGradDesc",
     "QuantizedLinearAveragePoolingDesc", "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",

@@ -162,6 +162,63 @@ def _gather(parts: Any, local: Any, inside: Any, value: Any) -> Any:
     return y
 
 
+def padding_grad(dy: Any, plan: Any, chunks: Chunks | None, names: Names) -> Any:
+    """The lazy backward of a padding (a PadGradPlan) of Dask array ``dy``, chunked by
+    ``chunks`` (None: ``dy``'s chunks over the input's place in it): one task per block of
+    the result, which gathers the outputs whose sources lie in the block, in ascending order
+    from the few chunks of ``dy`` they lie in, and sums them in that order (``_fold``), as in
+    memory."""
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    dtype = plan.dtype.dtype
+    if 0 in plan.in_sizes:
+        return da.zeros(plan.in_sizes, dtype=dtype)
+    default = tuple(_cut(cs, n, lambda b, a=a: b - a)
+                    for cs, n, a in zip(dy.chunks, plan.in_sizes, plan.start))
+    out_chunks = output_chunks(chunks, plan.in_sizes, dtype, names, default)
+    constant = plan.mode == PaddingMode.CONSTANT
+    maps = [index_map(int(plan.mode), n, a, m)
+            for n, a, m in zip(plan.in_sizes, plan.start, plan.out_sizes)]
+    starts = [np.cumsum((0,) + c) for c in dy.chunks]
+    name = "dmlops-padding-grad-" + tokenize(dy, plan, out_chunks)
+    # per dimension and block: the dy chunks read, the places gathered there, and the
+    # block's element each of them adds to
+    each = []
+    for d, (idx, inside) in enumerate(maps):
+        per = []
+        for a, b in _spans(out_chunks)[d]:
+            sel = np.flatnonzero((idx >= a) & (idx < b) & (inside if constant else True))
+            used, local, _ = _sources((sel, None), 0, sel.size, starts[d])
+            per.append((used, local, idx[sel] - a))
+        each.append(per)
+    dsk: dict[tuple[Any, ...], Any] = {}
+    for index in np.ndindex(*(len(c) for c in out_chunks)):
+        parts = [each[d][j] for d, j in enumerate(index)]
+        shape = tuple(out_chunks[d][j] for d, j in enumerate(index))
+        keys = np.empty(tuple(len(p[0]) for p in parts), dtype=object)
+        for at in np.ndindex(*keys.shape):
+            keys[at] = (dy.name,) + tuple(int(p[0][i]) for p, i in zip(parts, at))
+        dsk[(name,) + index] = (_fold, keys.tolist(), tuple(p[1] for p in parts),
+                                tuple(p[2] for p in parts), shape, dtype)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[dy])
+    return da.Array(graph, name, out_chunks, meta=np.empty((0,) * dy.ndim, dtype))
+
+
+def _fold(parts: Any, local: Any, target: Any, shape: Any, dtype: Any) -> Any:
+    """A block of padding's gradient: the gathered outputs (``parts`` side by side, taken at
+    ``local`` per dimension), each added to its block element (``target`` per dimension) in
+    row-major order, from +0.0, in float32 (float64 for float64), NaNs canonical."""
+    g = np.block(parts)[np.ix_(*local)] if len(local) > 1 else np.block(parts)[local[0]]
+    acc_t = np.float64 if dtype == np.float64 else np.float32
+    flat = np.ravel_multi_index(np.meshgrid(*target, indexing="ij"), shape).ravel()
+    acc = np.zeros(int(np.prod(shape)), acc_t)
+    np.add.at(acc, flat, g.astype(acc_t).ravel())     # (one pair at a time, in order)
+    acc[np.isnan(acc)] = np.nan
+    return acc.reshape(shape).astype(dtype)
+
+
 def _cut(chunks: Any, size: Any, where: Any) -> tuple[Any, ...]:
     """Chunks of a dimension of ``size`` elements cut at ``where(b)`` for each boundary ``b``
     between chunks ``chunks`` of another dimension (clipped to the dimension)."""

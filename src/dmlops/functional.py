@@ -49,7 +49,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
            "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
-           "padding"]
+           "padding", "padding_grad"]
 
 
 def _names(op: str, **fields: tuple[str, int]) -> Names:
@@ -211,6 +211,9 @@ def _execute(call: Call, backend: str | None, x: NDArray[Any], ys: list[NDArray[
 
 def _prepare(call: Call, kernels: ModuleType, x: NDArray[Any]) -> Callable[..., None]:
     plan = call.plan
+    own = getattr(plan, "run", None)
+    if own is not None:
+        return lambda x, outputs, extra: own(kernels, x, outputs)
     if isinstance(plan, _pad.PadPlan):
         prepare = getattr(kernels, "prepare_padding", None)
         if prepare is not None:
@@ -1278,3 +1281,77 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
         return y
     _execute(call, backend, x, [y])
     return y
+
+
+def _plan_padding_grad(dy: ArrayFacts, out: Any, input_sizes: Any, start_padding: Any,
+                       end_padding: Any, mode: Any) -> Call:
+    names = _names("padding_grad", input=("dy", 0))
+    dt = dtype_of(dy.dtype, names, "dy")
+    if out is not None:
+        _out_type(out, dt, names, "output")
+    plan = _pad.plan_padding_grad(names, dt, dy.shape, input_sizes, start_padding,
+                                  end_padding, mode)
+    return _call(names, plan, ["dy"], [out], [("output", plan.in_sizes, dt)])
+
+
+@overload
+def padding_grad(dy: NDArray[ScalarT], input_sizes: IntOrInts, start_padding: IntOrInts,
+                 end_padding: IntOrInts, *, mode: PaddingModeLike = ...,
+                 out: NDArray[Any] | None = ..., backend: str | None = ...,
+                 chunks: None = ...) -> NDArray[ScalarT]: ...
+
+
+@overload
+def padding_grad(dy: ForeignT, input_sizes: IntOrInts, start_padding: IntOrInts,
+                 end_padding: IntOrInts, *, mode: PaddingModeLike = ...,
+                 out: ForeignT | NDArray[Any] | None = ..., backend: str | None = ...,
+                 chunks: Chunks | None = ...) -> ForeignT: ...
+
+
+@overload
+def padding_grad(dy: ArrayLike, input_sizes: IntOrInts, start_padding: IntOrInts,
+                 end_padding: IntOrInts, *, mode: PaddingModeLike = ...,
+                 out: NDArray[Any] | None = ..., backend: str | None = ...,
+                 chunks: None = ...) -> NDArray[Any]: ...
+
+
+@_callers_kind
+def padding_grad(dy: ArrayInput, input_sizes: IntOrInts, start_padding: IntOrInts,
+                 end_padding: IntOrInts, *, mode: PaddingModeLike = "constant",
+                 out: Any = None, backend: str | None = None,
+                 chunks: Chunks | None = None) -> Any:
+    """The backward of :func:`padding` (SPEC 3.10): every input element receives the sum of
+    ``dy`` over the outputs that copy it (constant mode's pads give nothing; reflection,
+    symmetric and wrap fold several outputs onto one input). ``dy`` has the forward output's
+    sizes, ``input_sizes`` are the forward input's (every dimension); the pads and ``mode``
+    are the forward's. Each element sums from +0.0 in ascending output order, in float32
+    (float64 for float64), so results are the same bits everywhere.
+
+    >>> import numpy as np
+    >>> dy = np.array([1, 2, 3, 4, 5, 6], np.float32)
+    >>> padding_grad(dy, [3], [2], [1], mode="reflection").tolist()
+    [3.0, 12.0, 6.0]
+    >>> padding_grad(dy, [4], [1], [1]).tolist()      # constant: the inner copy
+    [2.0, 3.0, 4.0, 5.0]
+
+    A Dask ``dy`` gives a lazy Dask array, the same bits whatever the chunking; ``chunks``
+    chunks the result (by default, Dask's "auto").
+    """
+    if _dask.is_dask(dy) or chunks is not None:
+        return _lazy_padding_grad(dy, input_sizes, start_padding, end_padding, mode, out,
+                                  backend, chunks)
+    dy = _input(dy, "padding_grad", "dy")
+    call = planned(_plan_padding_grad, (dy, out), input_sizes, start_padding, end_padding,
+                   mode)
+    (dx,) = _outputs(call, [out], [dy])
+    _execute(call, backend, dy, [dx])
+    return dx
+
+
+def _lazy_padding_grad(dy: Any, input_sizes: Any, start_padding: Any, end_padding: Any,
+                       mode: Any, out: object, backend: str | None, chunks: Chunks | None
+                       ) -> Any:
+    call, _, _, (dy,) = _lazy_call("padding_grad", [("dy", dy)], out, backend, chunks,
+                                   _plan_padding_grad, input_sizes, start_padding,
+                                   end_padding, mode)
+    return _dask.padding_grad(dy, call.plan, chunks, call.names)

@@ -186,3 +186,60 @@ def exact_value(value: Any, dt: DataType, names: Names, field: str) -> Any:
 
 def run_padding(plan: Any, kernels: ModuleType, x: Any, y: NDArray[Any]) -> None:
     kernels.padding(x, y, plan.start, int(plan.mode), np.asarray(plan.value, dtype=y.dtype))
+
+
+# --- PADDING_GRAD (SPEC 3.10) ------------------------------------------------------------
+
+GRAD_TYPES = (DataType.FLOAT16, DataType.FLOAT32, DataType.FLOAT64)
+
+
+@dataclass(frozen=True)
+class PadGradPlan:
+    """The backward of a padding: ``dy`` of ``out_sizes`` summed into ``in_sizes``."""
+
+    dtype: DataType
+    in_sizes: tuple[int, ...]
+    start: tuple[int, ...]
+    end: tuple[int, ...]
+    mode: PaddingMode
+
+    @property
+    def out_sizes(self) -> tuple[int, ...]:
+        return tuple(n + a + b for n, a, b in zip(self.in_sizes, self.start, self.end))
+
+    def run(self, kernels: ModuleType, dy: Any, outputs: Sequence[NDArray[Any]]) -> None:
+        if outputs[0].size:
+            kernels.padding_grad(dy, outputs[0], self.start, int(self.mode))
+
+
+def plan_padding_grad(names: Names, dt: DataType, dy_shape: Sequence[int], input_sizes: Any,
+                      start_padding: Any, end_padding: Any, mode: object) -> PadGradPlan:
+    """``padding_grad``'s checks: a float ``dy`` of rank 1 to 8, the forward's pads and mode,
+    and ``dy``'s shape the forward output's."""
+    if dt not in GRAD_TYPES:
+        raise names.unsupported(f"{names('dy')} has data type {dt.name}; padding_grad takes "
+                                f"{', '.join(t.name for t in GRAD_TYPES)} (gradients are "
+                                f"real-valued)")
+    rank = len(dy_shape)
+    if not 1 <= rank <= 8:
+        raise names.unsupported(f"{names('dy')} is {rank}-D; padding_grad takes 1 to 8 "
+                                f"dimensions")
+    pmode = reraise(names, padding_mode, mode, names("mode"))
+    sizes = as_int_tuple(input_sizes, names, "input_sizes")
+    if len(sizes) != rank:
+        raise names.invalid(f"{names('input_sizes')} has {len(sizes)} values {list(sizes)}; "
+                            f"expected {rank}, one per dimension of {names('dy')}")
+    check_bounds(sizes, 0, names, "input_sizes", "must not be negative")
+    start, end = pad_lengths(start_padding, end_padding, rank, names, allow_scalar=True)
+    check_pad_values(sizes, start, end, pmode, names)
+    plan = PadGradPlan(dt, sizes, start, end, pmode)
+    for d, (got, want) in enumerate(zip(dy_shape, plan.out_sizes)):
+        if got != want:
+            raise names.invalid(
+                f"{names('dy')} has shape {tuple(dy_shape)}; expected the forward output's "
+                f"{plan.out_sizes} (input_sizes + start_padding + end_padding; dimension {d} "
+                f"differs)")
+        if sizes[d] == 0 and got and pmode != PaddingMode.CONSTANT:
+            raise names.invalid(f"{names('input_sizes', d)} = 0: only constant padding can "
+                                f"pad an empty dimension")
+    return plan

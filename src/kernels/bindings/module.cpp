@@ -256,6 +256,20 @@ void padding(nb::handle x, nb::handle y, const Ints& start, int mode, uint64_t v
   dmlops::padding(c);
 }
 
+void padding_grad(nb::handle dy, nb::handle dx, const Ints& start, int mode, int threads,
+                  bool plain) {
+  Held hy, hx;
+  dmlops::PadGradCall c;
+  c.dy = hy.take(dy, false);
+  c.dx = hx.take(dx, true);
+  fill(c.start, start, dmlops::kMaxRank);
+  c.mode = mode;
+  c.threads = threads;
+  c.plain = plain;
+  nb::gil_scoped_release release;
+  dmlops::padding_grad(c);
+}
+
 }  // namespace
 
 NB_MODULE(DMLOPS_MODULE, m) {
@@ -275,4 +289,5 @@ NB_MODULE(DMLOPS_MODULE, m) {
   m.def("max_unpool", &max_unpool);
   m.def("roi_pool", &roi_pool);
   m.def("padding", &padding);
+  m.def("padding_grad", &padding_grad);
 }

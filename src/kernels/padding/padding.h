@@ -44,4 +44,17 @@ inline int64_t pad_source(int mode, int64_t n, int64_t x) {
 
 void padding(const PadCall& call);
 
+// PADDING_GRAD (SPEC 3.10): every element of dx sums, from +0.0, the dy of every output that
+// copies it, in ascending flat output order (CONSTANT's padding adds nothing), in float32
+// (float64 for FLOAT64), rounded once, NaNs canonical.
+struct PadGradCall {
+  Tensor dy, dx;               // float types; dy.sizes = dx.sizes + start + end
+  int mode;
+  int64_t start[kMaxRank];
+  int threads;
+  bool plain;
+};
+
+void padding_grad(const PadGradCall& call);
+
 }  // namespace dmlops

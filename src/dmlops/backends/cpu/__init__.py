@@ -256,6 +256,13 @@ def padding(x: NDArray[Any], y: NDArray[Any], start: Sequence[int], mode: int, v
     _padding_runner(x, start, mode, value)(x, (y,))
 
 
+def padding_grad(dy: NDArray[Any], dx: NDArray[Any], start: Sequence[int], mode: int) -> None:
+    out = _writable(dx)
+    kernels().padding_grad(_readable(dy), out, list(start), int(mode), get_num_threads(),
+                           FORCE_PLAIN)
+    _copy_back(dx, out)
+
+
 # Runners prepared once per planned call (the functions keep them with the plan): the
 # layout work above, done on every call otherwise, is a small call's largest cost after
 # the kernel itself. Each is called as ``run(x, outputs, extra)``, as ``run_pooling``.

@@ -10,6 +10,6 @@ from __future__ import annotations
 from .pooling import (average_pooling, average_pooling_grad, lp_pooling,  # noqa: F401
                       max_pooling, max_pooling_grad, max_unpooling, quantized_average_pooling,
                       roi_pooling)
-from .padding import padding  # noqa: F401
+from .padding import padding, padding_grad  # noqa: F401
 
 NAME = "reference"

@@ -49,3 +49,27 @@ def padding(x: NDArray[Any], y: NDArray[Any], start: Sequence[int], mode: int, v
     if mode == CONSTANT:
         result = np.where(outside, value, result)
     y[...] = result
+
+
+def padding_grad(dy: NDArray[Any], dx: NDArray[Any], start: Sequence[int], mode: int) -> None:
+    """PADDING_GRAD (SPEC 3.10): every input element the sum of ``dy`` over the outputs that
+    copy it, from +0.0, in ascending flat output order (CONSTANT's padding adds nothing), in
+    float32 for float16 and float32 (rounded once), float64 for float64; NaNs canonical, as
+    every summing operator's (SPEC 5)."""
+    acc_t = np.float64 if dx.dtype == np.float64 else np.float32
+    maps, keep = [], np.ones((1,) * dx.ndim, dtype=bool)
+    for d in range(dx.ndim):
+        idx, inside = index_map(mode, dx.shape[d], start[d], dy.shape[d])
+        shape = [1] * dx.ndim
+        shape[d] = dy.shape[d]
+        maps.append(idx.reshape(shape))
+        keep = keep & (inside.reshape(shape) if mode == CONSTANT else True)
+    # every output's input element, as a flat index of dx, in row-major output order
+    target = np.ravel_multi_index(np.broadcast_arrays(*maps), dx.shape).ravel()
+    values = dy.astype(acc_t).ravel()
+    kept = np.broadcast_to(keep, dy.shape).ravel()
+    acc = np.zeros(dx.size, dtype=acc_t)
+    # ufunc.at adds one pair at a time in the order given: ascending output order
+    np.add.at(acc, target[kept], values[kept])
+    acc[np.isnan(acc)] = np.nan
+    dx[...] = acc.reshape(dx.shape).astype(dx.dtype)
