@@ -186,3 +186,21 @@ def test_errors_name_the_field(call, error, words):
     with pytest.raises(error) as e:
         call()
     assert words in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_the_source_map_is_the_spec_formula(mode, n):
+    """padding.source_map (the Dask paths' index map) against the oracle's SPEC 3.9 formula,
+    pads several periods wide."""
+    from dmlops.dtypes import padding_mode
+    from dmlops.padding import source_map
+    if n == 0 and mode != "constant" or n == 1 and mode == "reflection":
+        return      # (no such padding: validation refuses it)
+    start, out = 13, n + 13 + 11
+    src, inside = source_map(padding_mode(mode), n, start, out)
+    for o in range(out):
+        want = O.pad_index(o - start, n, mode)
+        assert bool(inside[o]) == (0 <= o - start < n)
+        if want is not None:
+            assert src[o] == want, (o, mode, n)

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backends.reference.padding import index_map
 from .errors import Names
+from .padding import source_map
 from .dtypes import PaddingMode
 from .threads import on_this_thread
 
@@ -83,7 +83,7 @@ def padding(x: Any, plan: Any, chunks: Chunks | None, names: Names) -> Any:
     """The lazy padding of Dask array ``x`` by ``plan`` (a PadPlan), chunked by ``chunks``
     (None: the input's chunks, and the pads in pieces of its largest chunk along their
     dimension): one task per output block, which gathers its elements from the few input
-    chunks their sources lie in (``index_map``, the reference's closed form, per dimension)
+    chunks their sources lie in (``source_map``, SPEC 3.9's closed form, per dimension)
     and fills the rest with the value (constant mode). Any mode and width: reflection,
     symmetry and wrap pads many periods wide included."""
     import dask.array as da
@@ -94,7 +94,7 @@ def padding(x: Any, plan: Any, chunks: Chunks | None, names: Names) -> Any:
                     for d, cs in enumerate(x.chunks))
     out_chunks = output_chunks(chunks, plan.out_sizes, x.dtype, names, default)
     maps: list[tuple[NDArray[Any], NDArray[Any] | None]] = [
-        index_map(int(plan.mode), n, a, m)
+        source_map(plan.mode, n, a, m)
             for n, a, m in zip(x.shape, plan.start, plan.out_sizes)]
     if plan.mode != PaddingMode.CONSTANT:
         maps = [(idx, None) for idx, _ in maps]
@@ -179,7 +179,7 @@ def padding_grad(dy: Any, plan: Any, chunks: Chunks | None, names: Names) -> Any
                     for cs, n, a in zip(dy.chunks, plan.in_sizes, plan.start))
     out_chunks = output_chunks(chunks, plan.in_sizes, dtype, names, default)
     constant = plan.mode == PaddingMode.CONSTANT
-    maps = [index_map(int(plan.mode), n, a, m)
+    maps = [source_map(plan.mode, n, a, m)
             for n, a, m in zip(plan.in_sizes, plan.start, plan.out_sizes)]
     starts = [np.cumsum((0,) + c) for c in dy.chunks]
     name = "dmlops-padding-grad-" + tokenize(dy, plan, out_chunks)

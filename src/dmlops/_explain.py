@@ -34,8 +34,7 @@ from ._args import as_int_tuple, check_bounds, is_int
 from .dtypes import PaddingMode
 from .errors import DmlError, Names
 from .padding import PadPlan
-from .backends.reference.window import dim_counts
-from .window import ceil_extra, floor_size
+from .window import ceil_extra, floor_size, window_counts
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -319,10 +318,9 @@ def pooling_geometry(plan: Any, title: str, label: Callable[[str], str],
         x = tuple(c + l for c, l in zip(cell, lo))
         kinds[x] = _combined([_kind(x[j], sizes[j], a[i], b[i]) for j, i in enumerate(drawn)])
 
-    # per dimension, each output's (real positions, real and padding positions): the
-    # reference backend's own counts
-    dim_count = [tuple(dim_counts(g.input_sizes[2 + i], g.output_sizes[2 + i], w[i], s[i],
-                                  a[i], b[i], d[i], padded, object) for padded in (False, True))
+    # per dimension, each output's (real positions, real and padding positions)
+    dim_count = [tuple(window_counts(g.input_sizes[2 + i], g.output_sizes[2 + i], w[i], s[i],
+                                     a[i], b[i], d[i], padded) for padded in (False, True))
                  for i in range(k)]
 
     def counts(i: int, o: int) -> tuple[int, int]:

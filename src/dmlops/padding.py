@@ -94,6 +94,24 @@ def plan_padding(op: str, level: FeatureLevel | None, names: Names, dt: DataType
     return check_mode(op, level, row, mode, names)
 
 
+def source_map(mode: PaddingMode, n: int, start: int, out_size: int
+               ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """Along one dimension of size ``n``, each output coordinate's input coordinate (SPEC
+    3.9's closed form, never a re-read of padded output) and whether it lies inside the
+    input: CONSTANT's padding is where it does not (its coordinate there is clamped)."""
+    x = np.arange(-start, out_size - start, dtype=np.int64)
+    inside = (x >= 0) & (x < n)
+    if mode == PaddingMode.REFLECTION and n > 1:
+        m = x % (2 * n - 2)
+        return np.minimum(m, 2 * n - 2 - m), inside
+    if mode == PaddingMode.SYMMETRIC:
+        m = x % (2 * n)
+        return np.minimum(m, 2 * n - 1 - m), inside
+    if mode == PaddingMode.WRAP:
+        return x % n, inside
+    return np.clip(x, 0, max(n - 1, 0)), inside
+
+
 # --- the padding value -------------------------------------------------------------------
 
 def _round_int_to_float(v: int, dtype: np.dtype[Any]) -> Any:

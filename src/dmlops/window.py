@@ -61,6 +61,21 @@ def _describe(size: int, window: int, stride: int, start: int, end: int, dilatio
     return f"input {size}, window {window}{dil}, stride {stride}, padding {start}+{end}"
 
 
+def window_counts(size: int, out_size: int, window: int, stride: int, start: int, end: int,
+                  dilation: int, include_padding: bool) -> list[int]:
+    """Along one dimension, how many of each output's window positions are real (with
+    ``include_padding``: real or padding; never phantom): ``window_counts(4, 3, 3, 2, 1, 1, 1,
+    False)`` is ``[2, 3, 1]``. Exact Python integers, for the pictures' divisors."""
+    import numpy as np
+    lo = 0 if include_padding else start
+    hi = size + start + (end if include_padding else 0)
+    at = np.arange(out_size, dtype=np.int64) * stride   # each window's first position
+    first = np.maximum(0, (lo - at + dilation - 1) // dilation)
+    past = np.minimum(window, (hi - at + dilation - 1) // dilation)
+    counts: list[int] = np.maximum(0, past - first).tolist()
+    return counts
+
+
 def check_window_values(window: Sequence[int], strides: Sequence[int], start: Sequence[int],
                         end: Sequence[int], dilations: Sequence[int], names: Names) -> None:
     check_bounds(window, 1, names, "window_size", "must be at least 1")
