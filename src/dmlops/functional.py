@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
@@ -117,6 +118,15 @@ def _is_torch(x: object) -> bool:
     return type(x).__module__.split(".")[0] == "torch"
 
 
+def _in_autograd(args: Sequence[Any], kw: dict[str, Any]) -> bool:
+    """Whether a tensor argument requires a gradient (or torch.compile traces the call)."""
+    import torch
+    if torch.compiler.is_compiling():
+        return True
+    return any(getattr(a, "requires_grad", False) for a in (*args, *kw.values())
+               if _is_torch(a))
+
+
 def _callers_kind(fn: _F) -> _F:
     """PyTorch tensors in, PyTorch tensors out: where the first array argument is a tensor,
     new results come back as tensors sharing their memory (``torch.from_dlpack``, no copy);
@@ -133,6 +143,18 @@ def _callers_kind(fn: _F) -> _F:
         given = out if isinstance(out, (tuple, list)) else (out,)
         if not _is_torch(x) and not any(_is_torch(o) for o in given):
             return fn(*args, **kw)
+        if out is None and _in_autograd(args, kw):
+            # a result that takes part in autograd: the torch op, whose backward is
+            # dmlops's own (dmlops.torch, loaded here at the first such call)
+            ops = sys.modules.get("dmlops.torch")
+            if ops is None:
+                import importlib
+                ops = importlib.import_module("dmlops.torch")
+            if kw.pop("backend", None) is not None or kw.pop("chunks", None) is not None:
+                raise Names(fn.__name__).unsupported(
+                    "backend= and chunks= are for NumPy and Dask inputs; a tensor that "
+                    "requires a gradient runs on the cpu backend")
+            return getattr(ops, fn.__name__)(*args, **kw)
         if out is not None:
             names = Names(fn.__name__)
             views = [_from_dlpack(o, names, "out") if _is_torch(o) else o for o in given]
