@@ -88,7 +88,7 @@ def test_opcheck(op, args):
     (dml.padding, dict(start_padding=(0, 1, 2, 9), end_padding=(1, 0, 3, 1),
                        mode="symmetric")),
     (dml.padding, dict(start_padding=(0, 0, 8, 1), end_padding=(0, 0, 3, 13), mode="wrap")),
-    (dml.padding, dict(start_padding=(0, 0, 5, 1), end_padding=(0, 2, 3, 11),
+    (dml.padding, dict(start_padding=(0, 0, 5, 1), end_padding=(0, 1, 3, 11),
                        mode="reflection")),
     (dml.padding, dict(start_padding=1, end_padding=2, mode="edge")),
     (dml.padding, dict(start_padding=1, end_padding=2, value=3.5)),
@@ -103,9 +103,9 @@ def test_gradcheck(fn, kw):
 
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflection", "symmetric", "wrap"])
 def test_padding_is_twice_differentiable(mode):
-    x = _x((2, 2, 4, 5))
+    x = _x((2, 1, 3, 3))
     assert torch.autograd.gradgradcheck(
-        lambda t: dml.padding(t, (0, 1, 3, 7), (1, 0, 2, 6), mode=mode), (x,))
+        lambda t: dml.padding(t, (1, 0, 2, 4), (0, 0, 1, 3), mode=mode), (x,))
 
 
 def test_max_unpooling_backward_is_the_gather():
