@@ -12,7 +12,11 @@ First, what a new process pays (issue 27's limits: 0.15 s, 50 ms): ``import dmlo
 processes (NumPy's own import included, and given alone beside it), and each call's first
 time in a new process less its later time.
 
-    python benchmarks/latency.py [--flush] [--backend cpu] [--processes 7]
+With ``--torch``, the same max pooling from a PyTorch tensor three ways (no gradient): the
+NumPy call with a new output (the base), ``dmlops.max_pooling(tensor)`` (DLPack in and out),
+and the ``torch.ops.dmlops.max_pooling`` op (issue 44: at most 10 µs over the base).
+
+    python benchmarks/latency.py [--flush] [--backend cpu] [--processes 7] [--torch]
 """
 
 from __future__ import annotations
@@ -75,6 +79,22 @@ print(first - sorted(later)[10])
 """
 
 
+def torch_cases():
+    import torch
+
+    import dmlops.torch  # noqa: F401  (registers the ops)
+    x = np.random.default_rng(0).standard_normal((1, 1, 112, 112), dtype=np.float32)
+    t = torch.from_numpy(x)
+    g = dict(strides=2, start_padding=1, end_padding=1)
+    op = torch.ops.dmlops.max_pooling
+    return {
+        "max_pooling, NumPy, new output (base)": lambda: dmlops.max_pooling(x, 3, **g),
+        "  dmlops.max_pooling(tensor)": lambda: dmlops.max_pooling(t, 3, **g),
+        "  torch.ops.dmlops.max_pooling(tensor)": lambda: op(t, [3, 3], [2, 2], [1, 1],
+                                                             [1, 1], [1, 1], None),
+    }
+
+
 def _child(code: str) -> str:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout
@@ -99,6 +119,7 @@ def main(argv=None):
     ap.add_argument("--flush", action="store_true", help="a 64 MiB write before every call")
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--batches", type=int, default=15)
+    ap.add_argument("--torch", action="store_true", help="add the PyTorch op's rows")
     ap.add_argument("--processes", type=int, default=7,
                     help="new processes for the import and first-call times (0: none)")
     args = ap.parse_args(argv)
@@ -110,6 +131,8 @@ def main(argv=None):
           f"{', 64 MiB written before each call' if args.flush else ''}; µs per call")
     print(f"{'call':42} {'median':>8} {'lowest':>8}")
     calls = cases(args.backend)
+    if args.torch:
+        calls.update(torch_cases())
     # the machine's speed at the moment, for reading the rest: this shared host runs every
     # call up to 1.6x slower in some spells, NumPy's as much as dmlops's
     x = np.ones((1, 1, 112, 112), np.float32)

@@ -2,23 +2,19 @@
 
 #include "common/dispatch.h"
 #include "max_pool/max_pool_plain.h"
-#include "max_pool/max_pool_rows.h"
-#include "max_pool/max_pool_separable.h"
 
 namespace dmlops {
 
+// The tiers, fastest first: separable (2-D windows, packed rows), then the per-row register
+// path or the row tiles (max_pool_rows.h chooses between them); the plain kernel when asked.
 void max_pool(const MaxPoolCall& c) {
-  with_type(c.x.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if (c.plain) return max_pool_plain<T>(c);
-    if constexpr (kComparesLanesOf<typename MaxKey<T>::Raw>) {
-      if (separable_path<T>(c)) return max_pool_separable<T>(c);
-    }
-    if (c.indices.data != nullptr)
-      max_pool_rows<T, true>(c);
-    else
-      max_pool_rows<T, false>(c);
-  });
+  if (c.plain) return max_pool_plain_any(c);
+  if (max_pool_separable_any(c)) return;
+  max_pool_rows_any(c);
+}
+
+void max_pool_plain_any(const MaxPoolCall& c) {
+  with_type(c.x.dtype, [&](auto tag) { max_pool_plain<decltype(tag)>(c); });
 }
 
 }  // namespace dmlops

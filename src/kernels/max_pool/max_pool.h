@@ -20,4 +20,11 @@ struct MaxPoolCall {
 
 void max_pool(const MaxPoolCall& call);
 
+// The tiers max_pool chooses among, each in a file of its own (three translation units per
+// CPU level: the build's longest compile, shared out among the cores):
+void max_pool_plain_any(const MaxPoolCall& call);    // max_pool.cpp: the plain kernel
+bool max_pool_separable_any(const MaxPoolCall& call);  // max_pool_separable.cpp: runs it and
+                                                       // says so where its precondition holds
+void max_pool_rows_any(const MaxPoolCall& call);     // max_pool_rows.cpp: registers, else rows
+
 }  // namespace dmlops
