@@ -123,6 +123,28 @@ def test_max_unpooling_backward_is_the_gather():
     assert torch.equal(yt.grad.reshape(-1), dy.reshape(-1)[it.reshape(-1).to(torch.int64)])
 
 
+def test_roi_pooling_backward_is_the_scatter_to_each_bins_winner():
+    """gradcheck (clipped regions, empty bins among them), and the scatter itself: every
+    bin's dy at its winner, summed in dy's order."""
+    x = _x((2, 3, 9, 8))
+    rois = torch.tensor([[0, 0, 0, 5, 4], [1, 2, 1, 7, 8], [0, -2, 3, 20, 6]],
+                        dtype=torch.float64)
+    f = lambda t: dml.roi_pooling(t, rois, spatial_scale=1.0, pooled_size=(2, 3))  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x,))
+    y = f(x)
+    dy = _x(tuple(y.shape), seed=2, grad=False)
+    y.backward(dy)
+    want = torch.zeros_like(x).reshape(-1)
+    flat = x.detach().reshape(-1)
+    for r, c, i, j in np.ndindex(*y.shape):
+        hits = torch.nonzero((x[int(rois[r, 0])] == y[r, c, i, j]).reshape(-1)).reshape(-1)
+        if y[r, c, i, j] != 0 or hits.numel():
+            k = int(rois[r, 0]) * x[0].numel() + int(hits[0]) if hits.numel() else None
+            if k is not None and flat[k] == y[r, c, i, j]:
+                want[k] += dy[r, c, i, j]
+    torch.testing.assert_close(x.grad.reshape(-1), want)
+
+
 @pytest.mark.parametrize("rank", [2, 3])
 def test_max_pooling_backward_is_pytorchs_bitwise(rank):
     """No ties (random values): MAX_POOLING_GRAD gives PyTorch's max_pool backward bit for
@@ -246,9 +268,9 @@ def test_pad_pairs_and_unpool_module():
     (lambda: dt.max_pooling(torch.ones(1, 1, 4, 4, device="meta"), 2), "on meta"),
     (lambda: dml.quantized_linear_average_pooling(
         torch.ones(1, 1, 4, 4, requires_grad=True), 0.1, 0, 0.1, 0, 2), "has none"),
-    (lambda: dml.roi_pooling(torch.ones(1, 1, 4, 4, requires_grad=True),
-                             np.zeros((1, 5), np.float32), spatial_scale=1.0, pooled_size=1),
-     "requires a gradient"),
+    (lambda: dml.roi_pooling(torch.ones(1, 1, 4, 4),
+                             torch.zeros((1, 5), requires_grad=True), spatial_scale=1.0,
+                             pooled_size=1), "rois requires a gradient"),
 ])
 def test_errors(call, words):
     with pytest.raises(dml.UnsupportedError) as e:

@@ -15,6 +15,7 @@ op                        backward
                           where the window's norm is 0)
 ``padding``               ``padding_grad`` (SPEC 3.10)
 ``max_unpooling``         the gather of ``dy`` at the indices (0 where none)
+``roi_pooling``           each bin's ``dy`` to its winner (the forward's first maximum)
 ``padding_grad``          ``padding`` (constant mode, value 0): twice differentiable
 ========================  ===========================================================
 
@@ -43,7 +44,8 @@ import torch
 
 from . import functional
 from .dtypes import data_type
-from .errors import UnsupportedError
+from .errors import Names, UnsupportedError
+from .pooling import RoiPlan, check_spatial_scale, roi_regions
 from .window import window_counts
 
 __all__ = ["max_pooling", "average_pooling", "lp_pooling", "max_unpooling", "padding",
@@ -152,6 +154,41 @@ def _roi_pooling(x: torch.Tensor, rois: torch.Tensor, spatial_scale: float,
                             pooled_size=pooled_size))
 
 
+@torch.library.custom_op("dmlops::roi_pooling_grad", mutates_args=())
+def _roi_pooling_grad(x: torch.Tensor, rois: torch.Tensor, dy: torch.Tensor,
+                      spatial_scale: float, pooled_size: list[int]) -> torch.Tensor:
+    """ROI pooling's backward: each dy element to its bin's winner (the first maximum in
+    row-major order, as the forward picks it), summed from +0.0 in ascending dy order, in
+    float32 (float64 for float64), NaNs canonical."""
+    xs = _np(x)
+    names = Names("roi_pooling")
+    plan = RoiPlan("ROI_POOLING", data_type(xs.dtype), tuple(xs.shape), int(rois.shape[-2]),
+                   check_spatial_scale(spatial_scale, names), tuple(pooled_size))
+    regions = roi_regions(plan, _np(rois), names)
+    g = _np(dy)
+    c, h, w = xs.shape[1:]
+    bins_h, bins_w = pooled_size
+    target = np.full(g.shape, -1, np.int64)       # each dy element's x element (flat)
+    for r, (b, x1, y1, x2, y2) in enumerate(regions.tolist()):
+        rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        for i in range(bins_h):
+            h0 = min(max(i * rh // bins_h + y1, 0), h)
+            h1 = min(max(-(-(i + 1) * rh // bins_h) + y1, 0), h)
+            for j in range(bins_w):
+                w0 = min(max(j * rw // bins_w + x1, 0), w)
+                w1 = min(max(-(-(j + 1) * rw // bins_w) + x1, 0), w)
+                if h0 < h1 and w0 < w1:
+                    win = np.argmax(xs[b, :, h0:h1, w0:w1].reshape(c, -1), axis=1)
+                    at = (h0 + win // (w1 - w0)) * w + w0 + win % (w1 - w0)
+                    target[r, :, i, j] = (b * c + np.arange(c)) * h * w + at
+    acc_t = np.float64 if xs.dtype == np.float64 else np.float32
+    acc = np.zeros(xs.size, acc_t)
+    kept = target >= 0
+    np.add.at(acc, target[kept], g[kept].astype(acc_t))     # (in dy's row-major order)
+    acc[np.isnan(acc)] = np.nan
+    return _t(acc.reshape(xs.shape).astype(xs.dtype))
+
+
 @torch.library.custom_op("dmlops::quantized_linear_average_pooling", mutates_args=())
 def _quantized(x: torch.Tensor, input_scale: torch.Tensor, input_zero_point: torch.Tensor,
                output_scale: torch.Tensor, output_zero_point: torch.Tensor, window: list[int],
@@ -203,6 +240,7 @@ _average_pooling_grad.register_fake(
     lambda dy, w, n, s, a, b, d, inc: _empty(
         dy, list(dy.shape[:2]) + list(n) if len(n) == dy.dim() - 2 else n))
 _max_unpooling.register_fake(lambda x, i, o: _empty(x, o))
+_roi_pooling_grad.register_fake(lambda x, r, dy, sc, ps: _empty(x, x.shape))
 _roi_pooling.register_fake(
     lambda x, r, sc, ps: _empty(x, [r.shape[0], x.shape[1], *ps]))
 _quantized.register_fake(
@@ -283,7 +321,15 @@ def _unpool_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
 
 
 def _keep_unpool(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    ctx.inputs = inputs
     ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _roi_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
+    x, rois = ctx.saved_tensors
+    scale, pooled = ctx.inputs[2:4]
+    return (torch.ops.dmlops.roi_pooling_grad(x, rois, dy.contiguous(), scale, pooled), None,
+            None, None)
 
 
 def _no_grad(name: str) -> Any:
@@ -300,6 +346,7 @@ _lp_pooling.register_autograd(_lp_backward, setup_context=_keep_inputs)
 _padding.register_autograd(_padding_backward, setup_context=_keep_inputs)
 _padding_grad.register_autograd(_padding_grad_backward, setup_context=_keep_inputs)
 _max_unpooling.register_autograd(_unpool_backward, setup_context=_keep_unpool)
+_roi_pooling.register_autograd(_roi_backward, setup_context=_keep_unpool)
 
 
 # --- the functions, with dmlops's keywords -------------------------------------------------
@@ -391,7 +438,11 @@ def max_unpooling(x: torch.Tensor, indices: torch.Tensor, output_sizes: Any) -> 
 
 def roi_pooling(x: torch.Tensor, rois: torch.Tensor, *, spatial_scale: float,
                 pooled_size: Any) -> torch.Tensor:
-    _check(x, "roi_pooling", grad=False)
+    _check(x, "roi_pooling")
+    if rois.requires_grad:
+        raise UnsupportedError("roi_pooling: rois requires a gradient; the regions' corners "
+                               "are rounded to whole elements and have none: pass "
+                               "rois.detach()")
     return torch.ops.dmlops.roi_pooling(x, rois, float(spatial_scale),
                                         _spatial(pooled_size, 2))
 
