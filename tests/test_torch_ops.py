@@ -50,6 +50,9 @@ def _samples():
     yield OPS.max_unpooling, (y, i, [2, 3, 7, 6])
     yield OPS.roi_pooling, (x, torch.tensor([[0, 0, 0, 4, 4], [1, 1, 2, 5, 5]],
                                             dtype=torch.float32), 1.0, [2, 2])
+    yield OPS.roi_pooling_grad, (x, torch.tensor([[0, 0, 0, 4, 4], [1, 1, 2, 5, 5]],
+                                                 dtype=torch.float32), torch.ones(2, 3, 2, 2),
+                                 1.0, [2, 2])
     yield OPS.quantized_linear_average_pooling, (
         torch.randint(0, 255, (1, 3, 6, 6), dtype=torch.uint8), torch.tensor(0.02),
         torch.tensor(128, dtype=torch.uint8), torch.tensor(0.015),
