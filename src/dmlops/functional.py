@@ -1357,7 +1357,7 @@ def padding_grad(dy: ArrayInput, input_sizes: IntOrInts, start_padding: IntOrInt
     [2.0, 3.0, 4.0, 5.0]
 
     A Dask ``dy`` gives a lazy Dask array, the same bits whatever the chunking; ``chunks``
-    chunks the result (by default, Dask's "auto").
+    chunks the result (by default, ``dy``'s chunks over the input's place in it).
     """
     if _dask.is_dask(dy) or chunks is not None:
         return _lazy_padding_grad(dy, input_sizes, start_padding, end_padding, mode, out,

@@ -312,9 +312,8 @@ def _padding_grad_backward(ctx: Any, ddx: torch.Tensor) -> tuple[Any, ...]:
 def _unpool_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     x, indices = ctx.saved_tensors
     flat = indices.reshape(-1).to(torch.int64)
-    real = flat != -1       # (all ones of the unsigned types read as -1 in int64)
-    if indices.dtype == torch.uint32:
-        real = flat != 2**32 - 1
+    # "no element" is all ones: 2^32 - 1 in uint32, and uint64's reads as -1 in int64
+    real = flat != (2**32 - 1 if indices.dtype == torch.uint32 else -1)
     picked = dy.reshape(-1)[torch.where(real, flat, torch.zeros_like(flat))]
     dx = torch.where(real, picked, torch.zeros_like(picked)).reshape(x.shape)
     return dx, None, None
