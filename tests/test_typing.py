@@ -32,33 +32,21 @@ MISUSE = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture(scope="module")
-def mypy_run(tmp_path_factory):
+def test_mypy_strict_passes_on_the_package_and_rejects_misuse(tmp_path):
     """One mypy run (the project's [tool.mypy] settings) over the package, the usage example
-    and the misuse; a fresh cache, so the run is cold, as in CI."""
-    tmp = tmp_path_factory.mktemp("mypy")
-    misuse = tmp / "misuse.py"
+    and the misuse; a fresh cache, so the run is cold, as in CI. (One test: two would run
+    mypy once on each pytest worker.)"""
+    misuse = tmp_path / "misuse.py"
     misuse.write_text(MISUSE)
     stdout, stderr, status = mypy_api.run([
-        "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp / "cache"),
+        "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
         "--no-error-summary", "--hide-error-context", "--no-pretty",
         str(ROOT / "src" / "dmlops"), str(USAGE), str(misuse)])
     assert not stderr, stderr
     lines = [line for line in stdout.splitlines() if ": error: " in line]
-    return lines, misuse
-
-
-def test_package_passes_mypy_strict(mypy_run):
-    lines, misuse = mypy_run
+    # the package and the usage example pass
     assert [line for line in lines if "misuse.py" not in line] == []
-
-
-def test_usage_example_runs():
-    runpy.run_path(str(USAGE), run_name="__main__")
-
-
-def test_misuse_is_rejected(mypy_run):
-    lines, misuse = mypy_run
+    # each line marked "# error: TEXT" draws an error that contains TEXT, and no other line
     errors = [line for line in lines if line.startswith(str(misuse))]
     expected = {}
     for number, text in enumerate(MISUSE.splitlines(), 1):
@@ -67,5 +55,8 @@ def test_misuse_is_rejected(mypy_run):
     for number, message in expected.items():
         found = [e for e in errors if f"misuse.py:{number}: error: " in e]
         assert any(message in e for e in found), (number, message, errors)
-    # and nothing else: a valid line is not flagged
     assert {int(e.split(":")[1]) for e in errors} == set(expected), errors
+
+
+def test_usage_example_runs():
+    runpy.run_path(str(USAGE), run_name="__main__")
