@@ -868,9 +868,9 @@ def test_paths_the_system_cannot_take_are_refused_before_running(targets, source
 
 
 def _second_move_fails(monkeypatch):
-    """os.replace in dmlops.dxdispatch failing at its second call (a full disk); returns the
-    real one."""
-    import dmlops.dxdispatch as dx
+    """os.replace in dmlops.dxdispatch._files failing at its second call (a full disk);
+    returns the real one."""
+    import dmlops.dxdispatch._files as dx
     real, calls = os.replace, []
 
     def failing(src, dst):
@@ -887,7 +887,7 @@ def test_a_failed_move_removes_the_files_and_folders_already_made(capsys, tmp_pa
                                                                    monkeypatch):
     """Files are committed all or nothing: when a later move into place fails, the files
     already moved and the folders created are removed again, and the message says so."""
-    import dmlops.dxdispatch as dx
+    import dmlops.dxdispatch._files as dx
     monkeypatch.chdir(tmp_path)
     m = example("max_pooling2_indices.json")
     m["commands"] += [_write("values", "out/a.npy"), _write("indices", "out/deeper/b.npy")]
@@ -909,7 +909,7 @@ def test_a_target_through_a_missing_folder_leaves_no_folder(capsys, tmp_path, mo
     """A target spelled through a folder that does not exist (``sub/../x.npy``) names
     ``x.npy`` beside the model: a model that fails at a later move leaves no ``sub/``
     behind (issue 42)."""
-    import dmlops.dxdispatch as dx
+    import dmlops.dxdispatch._files as dx
     monkeypatch.chdir(tmp_path)
     m = example("max_pooling2_indices.json")
     m["commands"] += [_write("values", spelling), _write("indices", "b.npy")]

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
 
+    from .dxdispatch import Model
+
 __all__ = ["explain", "explain_text", "Geometry", "OutputWindow"]
 
 Coord = tuple[int, ...]
@@ -104,34 +106,20 @@ class Geometry:
 
 # --- from a call to the geometry ---------------------------------------------------------
 
-def _model_values(model: Any, name: str, plan: Any) -> np.ndarray | None:
+def _model_values(model: Model, name: str, plan: Any) -> np.ndarray | None:
     """The initial values of the input a model's first dispatch of ``name`` binds, when the
     model gives them (not an earlier dispatch's output, not a lazy zarr array)."""
-    from .dxdispatch import _Dispatch, _strided, _view
     if isinstance(plan, _pool.PoolPlan) and plan.kind == "average_grad":
         return None         # (its input is the gradient, not the drawn forward input)
-    written: set[str] = set()
-    for cmd in model.commands:
-        if not isinstance(cmd, _Dispatch):
-            continue
-        d = cmd.dispatchable
-        b = cmd.bindings.get("input_tensor")
-        if d.name == name and b is not None:
-            r = b.resource
-            if r.data is None or r.name in written:
-                return None
-            t = d.tensors["input_tensor"]
-            return np.array(_strided(_view(r.data, b, t), t))
-        written |= {b.resource.name for f, b in cmd.bindings.items() if f in d.outputs}
-    return None
+    return model.initial_values(name, "input_tensor")
 
 
-def model_geometries(model: Any, dispatch: str | None = None) -> tuple[list[Geometry],
-                                                                       list[str]]:
+def model_geometries(model: Model, dispatch: str | None = None) -> tuple[list[Geometry],
+                                                                         list[str]]:
     """The geometry of each dispatchable of a parsed DxDispatch model that explain draws (or
     of the one named ``dispatch``), with the fields and sizes the model gives, the input's
     initial values written in; and a note on each one left out. Raises ``ModelError``."""
-    from .dxdispatch import ModelError, _key
+    from .dxdispatch import ModelError, json_key
     if dispatch is not None and dispatch not in model.dispatchables:
         known = ", ".join(repr(n) for n in model.dispatchables) or "none"
         raise ModelError("--dispatch", f"no dispatchable named {dispatch!r} (defined: "
@@ -139,7 +127,7 @@ def model_geometries(model: Any, dispatch: str | None = None) -> tuple[list[Geom
     geometries, skipped = [], []
     for name in [dispatch] if dispatch is not None else list(model.dispatchables):
         d = model.dispatchables[name]
-        plan, path = d.op.plan, _key("dispatchables", name)
+        plan, path = d.op.plan, json_key("dispatchables", name)
         if not isinstance(plan, (PadPlan, _pool.PoolPlan)):
             why = f"{d.operator_type} has no sliding window or padding to draw"
             if dispatch is not None:
