@@ -31,7 +31,7 @@ def test_lazy_names_load_at_first_use():
                 "print(dmlops.MaxPoolingDesc.__module__, 'dmlops.descs' in sys.modules)\n"
                 "from dmlops import compile_operator, explain_text\n"
                 "print(compile_operator.__module__, explain_text.__module__)") == [
-        "dmlops.descs", "True", "dmlops.descs", "dmlops._explain"]
+        "dmlops.descs", "True", "dmlops.descs", "dmlops._explain.text"]
 
 
 def test_every_public_name_resolves():

@@ -1,48 +1,27 @@
-"""Pictures of the geometry of pooling and padding: :func:`explain` and :func:`explain_text`.
-
-Two layers, as the rest of the library has them. The *geometry* (:class:`Geometry`) is plain
-data: the kind of every drawn cell (input, padding, phantom), the cells and divisor of chosen
-outputs' windows, the input element every padded cell copies. It is built from the plan the
-function itself would run (the ``_plan_*`` of :mod:`dmlops.functional`, or a model's compiled
-operator), and padding's copies come from running :func:`dmlops.padding` on the indices
-``0 .. n-1``, so a picture shows what the kernels do. Two renderers read it: a Matplotlib
-figure (Matplotlib imported only then: ``pip install "dmlops[plot]"``) and a character diagram.
-
-Coordinates are the SPEC's: relative to the input's first element, so start padding is
-negative. In 2-D a cell is phantom if either coordinate is, else padding if either is.
-Inputs with more than two spatial dimensions (padding: more than two dimensions) are drawn in
-their last two; pooling's other spatial dimensions are taken at output index 0 (their first
-window), and their counts are part of the divisors shown.
-"""
+"""The geometry a picture shows (:class:`Geometry`): plain data, built from the plan that a
+function or a model's operator runs; and the labels both renderers write."""
 
 from __future__ import annotations
 
 import inspect
 import math
-import os
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import functional as _fn
-from . import pooling as _pool
-from ._args import as_int_tuple, check_bounds, is_int
-from .dtypes import PaddingMode
-from .errors import DmlError, Names
-from .padding import PadPlan
-from .window import ceil_extra, floor_size, window_counts
+from .. import functional as _fn
+from .. import pooling as _pool
+from .._args import as_int_tuple, check_bounds, is_int
+from ..dtypes import PaddingMode
+from ..errors import DmlError, Names
+from ..padding import PadPlan
+from ..window import ceil_extra, floor_size, window_counts
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure, SubFigure
+    from ..dxdispatch import Model
 
-    from .dxdispatch import Model
-
-__all__ = ["explain", "explain_text", "Geometry", "OutputWindow"]
 
 Coord = tuple[int, ...]
 
@@ -85,7 +64,7 @@ class OutputWindow:
 
 @dataclass(frozen=True, eq=False)
 class Geometry:
-    """What one picture shows; see the module's docstring for the coordinates."""
+    """What one picture shows; see :mod:`dmlops._explain` for the coordinates."""
 
     title: str
     summary: str
@@ -119,7 +98,7 @@ def model_geometries(model: Model, dispatch: str | None = None) -> tuple[list[Ge
     """The geometry of each dispatchable of a parsed DxDispatch model that explain draws (or
     of the one named ``dispatch``), with the fields and sizes the model gives, the input's
     initial values written in; and a note on each one left out. Raises ``ModelError``."""
-    from .dxdispatch import ModelError, json_key
+    from ..dxdispatch import ModelError, json_key
     if dispatch is not None and dispatch not in model.dispatchables:
         known = ", ".join(repr(n) for n in model.dispatchables) or "none"
         raise ModelError("--dispatch", f"no dispatchable named {dispatch!r} (defined: "
@@ -391,7 +370,7 @@ def padding_geometry(plan: PadPlan, title: str, label: Callable[[str], str],
     mode = plan.mode.name.lower()
     summary = (f"{label('padding_mode')} {mode}, {label('start_padding')} {list(plan.start)}, "
                f"{label('end_padding')} {list(plan.end)}"
-               + (f", {label('padding_value')} {_number(plan.value)}"
+               + (f", {label('padding_value')} {value_text(plan.value)}"
                   if plan.mode == PaddingMode.CONSTANT else ""))
     out = [n + x + y for n, x, y in zip(plan.in_sizes, plan.start, plan.end)]
     notes = [f"input {_dims_text(plan.in_sizes)}, output {_dims_text(out)}"]
@@ -426,77 +405,20 @@ def geometry(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args:
     return pooling_geometry(plan, name, _fields(_FUNCTION_LABELS), outputs, values)
 
 
-def explain(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
-            outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
-            ceil_mode: bool = False, **keywords: Any) -> Figure:
-    """A Matplotlib figure of a pooling's or a padding's geometry.
-
-    Call it as the function ``op`` (its name, or the function), each array replaced by its
-    sizes, with the function's own keywords; it checks them as the function does. Operators:
-    average_pooling, max_pooling, lp_pooling, quantized_linear_average_pooling, the two
-    gradients (drawn as their forward windows: ``max_pooling_grad`` takes ``x``'s then
-    ``dy``'s sizes, ``average_pooling_grad`` ``dy``'s with ``input_sizes=``) and padding.
-
-    Pooling: the input cells, padding cells and phantom cells (where the window of an F + 1
-    output reaches past the padding: never read, never counted), the windows of ``outputs``
-    (by default the first, one in the middle and the last; dilation's holes left out) and
-    beside it the output, each position with its divisor for averages. ``ceil_mode=True``
-    asks for the F + 1 outputs as ``pooling_output_sizes`` gives them. Padding: every cell
-    with the input index it copies (per mode, pads wider than the input too). ``values``, a
-    small array of the input's (or the drawn plane's) sizes, is written into the cells.
-    One or two dimensions are drawn: the last two spatial ones (padding: the last two).
-
-    Each cell's patch has a ``gid`` naming it: ``input:(r,c)``, ``padding:(r,c)``,
-    ``phantom:(r,c)``; a window's marks ``window:(i,j):(r,c)``; output cells ``output:(i,j)``
-    or ``extra:(i,j)`` (the F + 1 ones), their divisors' texts ``divisor:(i,j)``; padding's
-    texts ``source:(r,c)`` (the copied index) or ``constant:(r,c)``. Needs Matplotlib
-    (``pip install "dmlops[plot]"``); :func:`explain_text` draws with characters.
-
-    >>> import dmlops
-    >>> fig = dmlops.explain("average_pooling", (1, 1, 5), 2, strides=2, ceil_mode=True)
-    >>> [p.get_gid() for p in fig.findobj() if str(p.get_gid()).startswith("phantom")]
-    ['phantom:(5)']
-    >>> [t.get_text() for t in fig.findobj() if str(t.get_gid()).startswith("divisor")]
-    ['÷2', '÷2', '÷1']
-    """
-    return draw([geometry(op, input_sizes, *args, outputs=outputs, values=values,
-                          ceil_mode=ceil_mode, **keywords)])
-
-
-def explain_text(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
-                 outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
-                 ceil_mode: bool = False, **keywords: Any) -> str:
-    """:func:`explain`'s picture as characters (no Matplotlib needed): ``.`` input, ``p``
-    padding, ``x`` phantom, the letters of the windows that cover a cell; for padding, the
-    input index each cell copies (``|`` and ``-`` border the input).
-
-    >>> import dmlops
-    >>> print(dmlops.explain_text("padding", (3,), 4, 4, mode="reflection"))
-    padding: mode reflection, start_padding [4], end_padding [4]
-      input 3, output 11
-      dimension 0: pads wider than the input (n = 3): reflection repeats every 2(n - 1) = 4
-      input index copied:
-       -4 -3 -2 -1 |  0  1  2 |  3  4  5  6
-        0  1  2  1 |  0  1  2 |  1  0  1  2
-    """
-    return render_text([geometry(op, input_sizes, *args, outputs=outputs, values=values,
-                                 ceil_mode=ceil_mode, **keywords)])
-
-
-def _number(v: Any) -> str:
+def value_text(v: Any) -> str:
     v = v.item() if isinstance(v, np.generic) else v
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
 
 
-def _pos(x: Coord) -> str:
+def position_text(x: Coord) -> str:
     return "(" + ",".join(map(str, x)) + ")"
 
 
-def _window_label(w: OutputWindow, geometry: Geometry, kinds: dict[Coord, str]) -> str:
+def window_label(w: OutputWindow, geometry: Geometry, kinds: dict[Coord, str]) -> str:
     phantom = sum(kinds.get(c) == PHANTOM for c in w.cells)
-    parts = [f"output {_pos(w.output)}"]
+    parts = [f"output {position_text(w.output)}"]
     if w.divisor is not None:
         parts.append(f"divisor {w.divisor}")
     elif w.real == 0:
@@ -505,290 +427,3 @@ def _window_label(w: OutputWindow, geometry: Geometry, kinds: dict[Coord, str]) 
     if phantom:
         parts.append(f"{phantom} phantom")
     return ", ".join(parts)
-
-
-# --- the character diagram ---------------------------------------------------------------
-
-_SYMBOL = {INPUT: ".", PADDING: "p", PHANTOM: "x"}
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _grid(geometry: Geometry, text: Callable[[Coord], str]) -> list[str]:
-    """Rows of right-aligned cells with coordinate headers, ``|`` / ``-`` at the input's
-    borders."""
-    lo, hi = geometry.lo, geometry.hi
-    two = len(lo) == 2
-    rows = range(lo[0], hi[0]) if two else range(1)
-    cols = range(lo[-1], hi[-1])
-    cells = {(r, c): text((r, c) if two else (c,)) for r in rows for c in cols}
-    width = max([len(t) for t in cells.values()] + [len(str(c)) for c in cols])
-    head_w = max(len(str(r)) for r in rows) + 1 if two else 0
-    n = geometry.sizes[-1]
-
-    def line(items: Callable[[int], str], lead: str) -> str:
-        parts = [lead.rjust(head_w)]
-        for c in cols:
-            if c in (0, n):
-                parts.append("|")
-            parts.append(items(c).rjust(width))
-        return " ".join(parts).rstrip()
-
-    out = [line(str, "")]
-    for r in rows:
-        if two and r in (0, geometry.sizes[0]):
-            out.append(" " * head_w + "-" * (len(out[0]) - head_w))
-        out.append(line(lambda c: cells[(r, c)], str(r) if two else ""))
-    return ["  " + t for t in out]
-
-
-def render_text(geometries: Sequence[Geometry]) -> str:
-    """The character diagram of each geometry, one after the other."""
-    blocks = []
-    for g in geometries:
-        lines = [f"{g.title}: {g.summary}"] + ["  " + n for n in g.notes]
-        if g.sources is not None:
-            sources, values = g.sources, g.values
-            constant = (f" (c: the constant {_number(g.value)})"
-                        if None in sources.values() else "")
-            lines.append(f"  input index copied{constant}:")
-            lines += _grid(g, lambda x: "c" if sources[x] is None
-                           else ",".join(map(str, sources[x] or ())))
-            if values is not None:
-                plane: np.ndarray = values
-                lines.append("  value:")
-                lines += _grid(g, lambda x: _number(g.value if sources[x] is None
-                                                    else plane[sources[x]]))
-        else:
-            letters = {w.output: _LETTERS[i % 26] for i, w in enumerate(g.windows)}
-            cover: dict[Coord, str] = {}
-            for w in g.windows:
-                for c in w.cells:
-                    cover[c] = cover.get(c, "") + letters[w.output]
-            lines.append("  cells: . input, p padding, x phantom; letters: the windows of")
-            lines += [f"    {letters[w.output]} {_window_label(w, g, g.kinds)}"
-                      for w in g.windows]
-            values = g.values
-
-            def cell(x: Coord) -> str:
-                mark = _SYMBOL[g.kinds[x]]
-                if values is not None and g.kinds[x] == INPUT:
-                    mark = _number(values[x])
-                return mark + cover.get(x, "")
-
-            lines += _grid(g, cell)
-            if g.divisors is not None:
-                lines.append("  divisor of every output:")
-                lines += _output_grid(g)
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def _output_grid(g: Geometry) -> list[str]:
-    assert g.divisors is not None
-    rows = g.output_sizes[0] if len(g.output_sizes) == 2 else 1
-    cols = g.output_sizes[-1]
-    width = max(len(str(v)) for v in g.divisors.values())
-    out = []
-    for r in range(rows):
-        items = [str(g.divisors[(r, c) if len(g.output_sizes) == 2 else (c,)]).rjust(width)
-                 for c in range(cols)]
-        out.append("    " + " ".join(items))
-    return out
-
-
-# --- the Matplotlib figure ---------------------------------------------------------------
-
-_FACE = {INPUT: "#d6e6f5", PADDING: "#e4e4e4", PHANTOM: "#ffffff"}
-_WINDOW_COLOURS = ("#e6550d", "#31a354", "#756bb1", "#d6616b", "#3182bd", "#8c6d31")
-CELL_INCHES = 0.42
-
-
-def _matplotlib(title: str) -> type[Figure]:
-    try:
-        import matplotlib  # noqa: F401  (first the package: a submodule may be kept loaded)
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise Names(title).unsupported(
-            'explain draws with Matplotlib, which is not installed: pip install '
-            '"dmlops[plot]" (explain_text and `dmlops explain --text` need no Matplotlib)'
-        ) from None
-    return Figure
-
-
-def draw(geometries: Sequence[Geometry]) -> Figure:
-    """One figure, a row of panels per geometry (input beside output for pooling)."""
-    Figure = _matplotlib(geometries[0].title)
-    shapes = []
-    for g in geometries:
-        rows = g.hi[0] - g.lo[0] if len(g.lo) == 2 else 1
-        cols = g.hi[-1] - g.lo[-1]
-        out_cols = g.output_sizes[-1] + 1 if g.output_sizes else 0
-        shapes.append((rows, cols, out_cols))
-    width = max(6.0, max(CELL_INCHES * (c + oc) + 1.2 for _, c, oc in shapes))
-    headings, heights = [], []
-    for g, (rows, _, _) in zip(geometries, shapes):
-        chars = int(width * 13)         # (characters of 8-point text per line)
-        heading = "\n".join([textwrap.fill(f"{g.title}: {g.summary}", chars)]
-                            + [textwrap.fill(n, int(chars * 1.2)) for n in g.notes])
-        legend = max(len(g.windows) + 1 if g.windows else 0, 3 if g.sources is None else 2)
-        headings.append(heading)
-        heights.append(CELL_INCHES * rows + 0.16 * (heading.count("\n") + 1) + 0.14 * legend
-                       + 0.45)
-    fig = Figure(figsize=(width, sum(heights)), layout="constrained")
-    panels = fig.subfigures(len(geometries), 1, height_ratios=heights, squeeze=False)[:, 0]
-    for g, panel, heading, (_, cols, out_cols) in zip(geometries, panels, headings, shapes):
-        _draw_panel(g, panel, heading, cols, out_cols)
-    return fig
-
-
-def save(geometries: Sequence[Geometry], target: str | os.PathLike[str]) -> None:
-    """Draw ``geometries`` into the picture file ``target`` (its suffix names the format,
-    PNG without one), whole or not at all: written beside it, then renamed."""
-    path = Path(target)
-    fmt = path.suffix[1:].lower() or "png"
-    fig = draw(geometries)
-    if fmt not in fig.canvas.get_supported_filetypes():
-        raise Names("explain").invalid(f"{str(target)!r}: Matplotlib writes no .{fmt} "
-                                       f"pictures; use .png, .svg or .pdf")
-    part = path.with_name(f".{path.name}.{os.getpid()}.part")
-    try:
-        fig.savefig(part, format=fmt, dpi=100)
-        os.replace(part, path)
-    finally:
-        part.unlink(missing_ok=True)
-
-
-def _setup(ax: Axes, lo: Coord, hi: Coord) -> None:
-    two = len(lo) == 2
-    ax.set_xlim(lo[-1] - 0.5, hi[-1] - 0.5)
-    ax.set_ylim((hi[0] - 0.5, lo[0] - 0.5) if two else (0.5, -0.5))
-    ax.set_aspect("equal")
-    ax.xaxis.tick_top()
-    ax.set_xticks(range(lo[-1], hi[-1]))
-    ax.set_yticks(range(lo[0], hi[0]) if two else [])
-    ax.tick_params(length=0, labelsize=7)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-
-
-def _xy(x: Coord) -> tuple[float, float]:
-    return (float(x[-1]), float(x[0]) if len(x) == 2 else 0.0)
-
-
-def _draw_panel(g: Geometry, panel: Figure | SubFigure, heading: str, cols: int,
-                out_cols: int) -> None:
-    from matplotlib.patches import Rectangle
-    if g.output_sizes:
-        ax, out_ax = panel.subplots(1, 2, width_ratios=[cols, out_cols], squeeze=True)
-    else:
-        ax, out_ax = panel.subplots(1, 1), None
-    panel.suptitle(heading, fontsize=8, ha="left", x=0.01, linespacing=1.3)
-    _setup(ax, g.lo, g.hi)
-    count = max(1, len(g.sizes) and math.prod(g.sizes))
-    from matplotlib import colormaps
-    cmap = colormaps["tab10"]
-    for x, kind in g.kinds.items():
-        cx, cy = _xy(x)
-        face: Any = _FACE[kind]
-        alpha = 1.0
-        if g.sources is not None:
-            src = g.sources[x]
-            if src is not None:
-                flat = int(np.ravel_multi_index(src, g.sizes)) if src else 0
-                face = cmap(flat % 10)
-                alpha = 1.0 if kind == INPUT else 0.45
-        ax.add_patch(Rectangle((cx - 0.5, cy - 0.5), 1, 1, facecolor=face, alpha=alpha,
-                               edgecolor="#b02020" if kind == PHANTOM else "#999999",
-                               hatch="///" if kind == PHANTOM else None, linewidth=0.6,
-                               gid=f"{kind}:{_pos(x)}"))
-    # the input's border
-    lo_in = (-0.5, -0.5)
-    ax.add_patch(Rectangle((lo_in[0], lo_in[1] if len(g.sizes) == 2 else -0.5),
-                           g.sizes[-1], g.sizes[0] if len(g.sizes) == 2 else 1,
-                           fill=False, edgecolor="#222222", linewidth=1.6, gid="border"))
-    small = 6 if count > 1 else 7
-    if g.sources is not None:
-        for x, src in g.sources.items():
-            cx, cy = _xy(x)
-            if src is None:
-                ax.text(cx, cy, _number(g.value), ha="center", va="center", fontsize=small,
-                        style="italic", color="#555555", gid=f"constant:{_pos(x)}")
-                continue
-            has_value = g.values is not None
-            ax.text(cx, cy + (0.25 if has_value else 0.0), ",".join(map(str, src)),
-                    ha="center", va="center", fontsize=small - (1 if has_value else 0),
-                    color="#333333", gid=f"source:{_pos(x)}")
-            if g.values is not None:
-                ax.text(cx, cy - 0.08, _number(g.values[src]), ha="center", va="center",
-                        fontsize=8, gid=f"value:{_pos(x)}")
-    elif g.values is not None:
-        for x, kind in g.kinds.items():
-            if kind == INPUT:
-                cx, cy = _xy(x)
-                ax.text(cx, cy, _number(g.values[x]), ha="center", va="center", fontsize=7,
-                        gid=f"value:{_pos(x)}")
-    for i, w in enumerate(g.windows):
-        colour = _WINDOW_COLOURS[i % len(_WINDOW_COLOURS)]
-        inset = 0.07 + 0.08 * (i % 4)
-        for c in w.cells:
-            cx, cy = _xy(c)
-            ax.add_patch(Rectangle((cx - 0.5 + inset, cy - 0.5 + inset), 1 - 2 * inset,
-                                   1 - 2 * inset, fill=False, edgecolor=colour, linewidth=1.8,
-                                   gid=f"window:{_pos(w.output)}:{_pos(c)}"))
-    _legend(g, panel)
-    if out_ax is not None:
-        _draw_outputs(g, out_ax)
-
-
-def _legend(g: Geometry, panel: Figure | SubFigure) -> None:
-    """The cell kinds (lower right) and the chosen windows (lower left, in their colours)."""
-    from matplotlib.patches import Patch
-    if g.sources is not None:
-        handles = [Patch(facecolor="#bbbbbb", edgecolor="#222222", linewidth=1.6,
-                         label="input (colour: the element)"),
-                   Patch(facecolor="#bbbbbb", alpha=0.45, edgecolor="#999999",
-                         label="padding: the element it copies (small: its index)")]
-    else:
-        kinds = set(g.kinds.values())
-        handles = [Patch(facecolor=_FACE[k], edgecolor="#b02020" if k == PHANTOM else "#999999",
-                         hatch="///" if k == PHANTOM else None,
-                         label=k + (" (past the padding: not read, not counted)"
-                                    if k == PHANTOM else ""))
-                   for k in (INPUT, PADDING, PHANTOM) if k in kinds]
-    panel.legend(handles=handles, loc="outside lower right", fontsize=7, frameon=False)
-    if not g.windows:
-        return
-    colours = [_WINDOW_COLOURS[i % len(_WINDOW_COLOURS)] for i in range(len(g.windows))]
-    marks = [Patch(fill=False, edgecolor=c, linewidth=1.8, label=_window_label(w, g, g.kinds))
-             for w, c in zip(g.windows, colours)]
-    legend = panel.legend(handles=marks, loc="outside lower left", fontsize=8, frameon=False,
-                          title="windows of", title_fontsize=7, alignment="left")
-    for text, w, c in zip(legend.get_texts(), g.windows, colours):
-        text.set_color(c)
-        text.set_gid(f"label:{_pos(w.output)}")
-
-
-def _draw_outputs(g: Geometry, ax: Axes) -> None:
-    from matplotlib.patches import Rectangle
-    sizes = g.output_sizes
-    _setup(ax, (0,) * len(sizes), sizes)
-    chosen = {w.output: _WINDOW_COLOURS[i % len(_WINDOW_COLOURS)]
-              for i, w in enumerate(g.windows)}
-    for o in np.ndindex(*sizes):
-        cx, cy = _xy(o)
-        extra = any(v >= f for v, f in zip(o, g.floor_sizes))
-        ax.add_patch(Rectangle((cx - 0.5, cy - 0.5), 1, 1,
-                               facecolor="#fbe3b5" if extra else "#f7f7f7",
-                               edgecolor="#999999", linewidth=0.6,
-                               gid=f"{'extra' if extra else 'output'}:{_pos(o)}"))
-        if o in chosen:
-            ax.add_patch(Rectangle((cx - 0.42, cy - 0.42), 0.84, 0.84, fill=False,
-                                   edgecolor=chosen[o], linewidth=2.0,
-                                   gid=f"chosen:{_pos(o)}"))
-        if g.divisors is not None:
-            ax.text(cx, cy, f"÷{g.divisors[o]}", ha="center", va="center", fontsize=7,
-                    gid=f"divisor:{_pos(o)}")
-    extra_dims = [f for f, n in zip(g.floor_sizes, sizes) if n > f]
-    ax.set_title(("output, each with its divisor" if g.divisors is not None else "output")
-                 + ("\n(orange: the F + 1 outputs)" if extra_dims else ""),
-                 fontsize=8)
