@@ -111,7 +111,7 @@ void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, i
       if constexpr (kMovesOn<A>) {
         // the row's 2L elements widened first (FLOAT16, bytes: 16-bit lanes' shuffles take
         // three operations, 32-bit ones one), then the even and odd ones as the sums'
-        // lanes, and offset 2 moved on from offset 0 (simd.h; 9b 0.79-0.89x the time)
+        // lanes, and offset 2 moved on from offset 0 (simd.h; README "Stride-2 pairs")
         using VR = typename Lanes::VR;
         const VA a = Lanes::widen_lanes(load_vec<VR>(row + c0));
         const VA b = Lanes::widen_lanes(load_vec<VR>(row + c0 + L));
@@ -156,8 +156,8 @@ void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, i
 // sum_pool_registers_by with the window's width along the row a constant where it is a
 // common one (the widest registers only, for the build's size): 3, 2 at stride 2, 1 at
 // stride 1 (channels-last data recast). The offsets' loop then unrolls and the row's
-// addresses stay in general registers instead of spilling to vector ones: 9b 0.82-0.86x
-// the time, 2a and 2b 0.90x, 10a and 10b 0.95x.
+// addresses stay in general registers instead of spilling to vector ones (README "Known
+// widths").
 template <class T, class A, int L, int kStep>
 void sum_pool_registers_step(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
                              int64_t vb, A* sums, int64_t first) {
@@ -174,8 +174,8 @@ void sum_pool_registers_step(const Dim& dl, const T* const* xrows, int64_t rows,
 
 // The interior outputs [va, vb) of one row by the widest registers that at least one
 // vector of them fills (for float sums, registers of half and a quarter the lanes where the
-// row is short: a 28-wide row's 13 interior outputs went one at a time with AVX-512's 16
-// lanes, 2-2.5x Numba's time); false where there are too few for any.
+// row is short, so that a 28-wide row's 13 interior outputs do not go one at a time with
+// AVX-512's 16 lanes; README "Narrow registers"); false where there are too few for any.
 template <class T, class A, int L = SumLanes<T, A>::L>
 bool sum_pool_registers(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
                         int64_t vb, A* sums, int64_t first) {

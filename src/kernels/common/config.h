@@ -85,8 +85,8 @@ constexpr int64_t kStagedRowElements = int64_t(1) << 16;
 namespace dmlops {
 
 // How many output rows ahead the summing register path asks for the input rows it will read
-// (avg_pool_rows.h): far enough that they arrive from memory meanwhile (2a, 2b and 3:
-// 0.86-0.92x the time without; 4 rows ahead gave about the same).
+// (avg_pool_rows.h): far enough that they arrive from memory meanwhile (avg_pool/README.md
+// "Rows ahead"; 4 rows ahead gave about the same).
 constexpr int64_t kPrefetchRowsAhead = 8;
 
 }  // namespace dmlops

@@ -37,7 +37,7 @@ inline RowTask row_task(int64_t item, int64_t tiles, int rank, const int64_t* y_
 // The tasks of items [lo, hi) in order: the first by divisions, then each from the one
 // before, an odometer over the tiles and the row coordinates (rows of 32 outputs spent a
 // fifth of their time dividing), which also steps the rows' offsets in up to two tensors of
-// strides s0 and s1 (nullptr: none; 64-bit multiplies per row were a fifth of workload 3).
+// strides s0 and s1 (nullptr: none; no 64-bit multiplies per row).
 class RowTasks {
  public:
   RowTasks(int64_t lo, int64_t tiles, int rank, const int64_t* y_sizes, int64_t tile,

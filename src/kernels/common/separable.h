@@ -175,14 +175,13 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
 // returns nothing), first input row, output rows [b0, b1), y's plane offset, n, c, late)
 // makes the block's output rows, second being each task's make_second(). late.next() asks for the next piece of the next block's input (a piece per
 // output row): the second pass reads only the cache, and the memory would otherwise idle
-// until the next first pass stalls on it (workload 8b, one thread: 0.85x the time, with
-// blocks of equal size; with a last block of 2 rows, as before, the whole next plane was
-// asked for in 2 pieces and it gained nothing). Where `first_asks`, the first half of that
+// until the next first pass stalls on it (blocks of equal size: with a short last block the
+// whole next plane would be asked for in a few pieces). Where `first_asks`, the first half of that
 // input is early's instead, a cache line per early.next(), which the first pass asks for
 // once per register it makes: the core's fill buffers, which the second pass's requests
 // kept full while its work waited on them, then carry the requests during the first pass's
-// work too (the separable max pooling of 4- and 8-byte values: 8b 0.89x the time, 1 0.90x;
-// of bytes, whose first pass takes a line's worth per register or more, 1.09x, so not).
+// work too (the separable max pooling of 4- and 8-byte values; not of bytes, whose first
+// pass takes a line's worth per register or more and loses by it).
 template <class X, class H, class First, class MakeSecond>
 void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry& geo,
                       int threads, double work, First&& first, MakeSecond&& make_second,

@@ -78,8 +78,8 @@ inline V odd_lanes(V a, V b, std::index_sequence<I...>) {
 
 // A stride-2 window row's offset 2 from its offset 0 (the even elements of [at, at + 2L)):
 // those lanes moved on by one, the element at + 2L appended. One shuffle, where it replaced
-// two loads and a shuffle (one element at a time at a row's last vector): 0.8-0.96x the time
-// of averages and max pooling at stride 2. Only where a shuffle of two registers' lanes of T
+// two loads and a shuffle (one element at a time at a row's last vector; avg_pool/README.md
+// "Stride-2 pairs"). Only where a shuffle of two registers' lanes of T
 // is one operation: 4- and 8-byte lanes, AVX2 and up (SSE2 expands it lane by lane, the
 // strict build says; 16-bit lanes' take three).
 #if defined(__AVX2__)

@@ -25,6 +25,13 @@ void max_pool(const MaxPoolCall& call);
 void max_pool_plain_any(const MaxPoolCall& call);    // max_pool.cpp: the plain kernel
 bool max_pool_separable_any(const MaxPoolCall& call);  // max_pool_separable.cpp: runs it and
                                                        // says so where its precondition holds
-void max_pool_rows_any(const MaxPoolCall& call);     // max_pool_rows.cpp: registers, else rows
+// max_pool_rows.cpp, the row walk: the register path for the outputs of each row it can
+// take (max_pool_registers.h) where the call allows it, the scratch tiles for the rest
+enum class RowPaths { registers_and_tiles, tiles_only };
+void max_pool_rows_any(const MaxPoolCall& call, RowPaths paths);
+// the register path's precondition that holds for the whole call: the input's last dimension
+// packed, the window's stride along it 1 or 2, at most 64 offsets along it (each row then
+// asks for at most kMostRegisterOffsets window rows and a register's worth of outputs)
+bool registers_fit_call(const MaxPoolCall& call);
 
 }  // namespace dmlops

@@ -4,7 +4,7 @@
 // through scratch. The comparison is SPEC 3.4's: strictly greater wins (the lowest index of
 // equal values, -0.0 against +0.0 included), a NaN wins over a number and the first NaN
 // sticks; FLOAT16 compares as integer keys (keys.h).
-// Precondition (register_path): the input's last dimension packed (stride 1), the window's
+// Precondition (registers_fit_call, register_row): the input's last dimension packed (stride 1), the window's
 // stride along it 1 or 2, at most kMostRegisterOffsets window rows for the row and at most 64
 // offsets along the last dimension; the outputs taken are the row's interior (every offset
 // real), at least L of them.
@@ -127,8 +127,8 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
     bool paired = false;
     if constexpr (kStep == 2 && kMovesOn<Raw>) {
       // offsets 0 and 1 the even and odd elements of the same two loads, offset 2 moved
-      // on from offset 0 (simd.h; odd-width inputs at stride 2 0.81-0.95x the time; for
-      // narrower lanes the pair's shuffles cost more than they save)
+      // on from offset 0 (simd.h; avg_pool/README.md "Stride-2 pairs"; for narrower lanes
+      // the pair's shuffles cost more than they save)
       if (d == 1 && w >= 2) {
         V odd;
         load_pair<Raw, L>(row, c0, in, &best, &odd);
@@ -236,9 +236,8 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
 
 // max_pool_registers_by with the window's width along the row a constant where it is 1 at
 // stride 1 (channels-last data recast, the rows a pixel's channels): the offsets' loop and
-// its per-offset branches go, 10i 0.81x the time, 10 0.96x (same process, against the
-// module without it). A width of 3 gained nothing measurable (the benchmark's 3x3 windows
-// take the separable path) and would double the instances.
+// its per-offset branches go (README "Registers"). A width of 3 would double the instances
+// for windows the separable path mostly takes.
 template <class T, bool kIndices, int kLanes>
 void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r, int64_t va,
                         int64_t vb, int64_t yoff, int64_t ioff) {
@@ -253,8 +252,8 @@ void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& 
 // The outputs [a, b) of the same row one at a time (the register path's borders and
 // leftovers): each window row, then the real offsets of the last dimension, in order, from
 // the first real element on, a later one taken only where its key is greater: selects of
-// integers (the winner's place), not branches (a branch per element, mispredicted on
-// unordered data, made a 7-wide row's outputs cost twice Numba's).
+// integers (the winner's place), not branches (a branch per element is mispredicted on
+// unordered data).
 template <class T, bool kIndices>
 void max_pool_row_outputs(const MaxPoolCall& c, const RowGeometry& geo, const RegisterRow& r,
                           int64_t a, int64_t b, int64_t yoff, int64_t ioff) {

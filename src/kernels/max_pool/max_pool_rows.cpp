@@ -5,14 +5,20 @@
 
 namespace dmlops {
 
-void max_pool_rows_any(const MaxPoolCall& c) {
+void max_pool_rows_any(const MaxPoolCall& c, RowPaths paths) {
   with_type(c.x.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (c.indices.data != nullptr)
-      max_pool_rows<T, true>(c);
+      max_pool_rows<T, true>(c, paths);
     else
-      max_pool_rows<T, false>(c);
+      max_pool_rows<T, false>(c, paths);
   });
+}
+
+bool registers_fit_call(const MaxPoolCall& c) {
+  const int last = c.x.rank - 1;
+  const Dim dl = dim_of(c.w, c.x.rank - 3, c.x.sizes[last]);  // (as RowGeometry::last)
+  return c.x.strides[last] == 1 && (dl.stride == 1 || dl.stride == 2) && dl.window <= 64;
 }
 
 }  // namespace dmlops

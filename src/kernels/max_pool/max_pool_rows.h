@@ -96,12 +96,9 @@ struct MaxTile {
   }
 };
 
-// Whether a row may take the register path (max_pool_registers.h).
-inline bool register_path(const MaxPoolCall& c, const RowGeometry& geo, int64_t rows) {
-  const Dim& dl = geo.last();
-  return c.x.strides[c.x.rank - 1] == 1 && (dl.stride == 1 || dl.stride == 2) &&
-         dl.window <= 64 && rows >= 1 && rows <= kMostRegisterOffsets;
-}
+// Whether a row of a call that registers_fit_call may take the register path: its window
+// rows few enough to keep their offsets (max_pool_registers.h).
+inline bool register_row(int64_t rows) { return rows >= 1 && rows <= kMostRegisterOffsets; }
 
 // The outputs of [t0, t1) the register path takes: the interior's, if it has a vector's worth.
 inline Span register_outputs(const RowGeometry& geo, int64_t t0, int64_t t1, int lanes) {
@@ -111,8 +108,11 @@ inline Span register_outputs(const RowGeometry& geo, int64_t t0, int64_t t1, int
   return Span{va, vb};
 }
 
+// paths: registers_and_tiles where the call fits the register path (registers_fit_call),
+// which then takes the outputs of each row that register_row allows whose windows lie in the
+// row; the scratch tiles take the rest.
 template <class T, bool kIndices>
-void max_pool_rows(const MaxPoolCall& c) {
+void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
   using Raw = typename MaxKey<T>::Raw;
   const int rank = c.x.rank, last = rank - 1;
   const int64_t ow = c.y.sizes[last];
@@ -140,7 +140,8 @@ void max_pool_rows(const MaxPoolCall& c) {
       constexpr int kLanes = kIndexLanes<Raw>, kWide = 2 * kLanes;
       constexpr bool kLanesFit = kIndexLanesFit<Raw>;
       constexpr bool kWideFits = sizeof(Raw) <= 2 && !kIndices && kWide * sizeof(Raw) >= 16;
-      if ((kLanesFit || kWideFits) && register_path(c, geo, rows)) {
+      if ((kLanesFit || kWideFits) && paths == RowPaths::registers_and_tiles &&
+          register_row(rows)) {
         const RegisterRow r{xoffs, foffs, rows, narrow};
         Span fast = register_outputs(geo, task.t0, task.t1, kWide);
         bool done = false;

@@ -83,8 +83,8 @@ inline auto joined(V a, V b, std::index_sequence<I...>) {
 // p[2i], and the load one pair on gives p[2i + 2]; the larger of them lands in the lane's low
 // half, which one narrowing keeps. A maximum of integers is the same in any order, so this
 // is the offsets taken one at a time; the even and odd elements of two loads (load_pair)
-// take a narrowing each and a shift, and offset 2 a third load narrowed: 8a 0.94x the
-// time (same process, against the module without it).
+// take a narrowing each and a shift, and offset 2 a third load narrowed (README
+// "Separable").
 template <class Raw, int L>
 inline Vec<Raw, L> pair_maxima(const Raw* p, int64_t w) {
   constexpr int H = L / 2;  // outputs per register of pairs
@@ -154,8 +154,8 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
       if constexpr (kOrdered) unordered |= (even != even) | (odd != odd);
       take(odd, 1);
       j = 2;
-      // offset 2 moved on from offset 0 where the next element is in the block (simd.h;
-      // 1, 1i, 8b 0.88-0.96x the time)
+      // offset 2 moved on from offset 0 where the next element is in the block (simd.h:
+      // one shuffle instead of a load)
       if constexpr (kMovesOn<Raw>) {
         if (w >= 3 && at + 2 * L < len) {
           const Raw next = b.x[at + 2 * L];

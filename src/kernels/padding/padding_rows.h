@@ -73,8 +73,8 @@ void padding_rows(const PadCall& c) {
   cut(0, mid_lo);
   cut(mid_hi > mid_lo ? mid_hi : mid_lo, out);
   // an output much larger than the caches with packed rows long enough: each row made in
-  // scratch and streamed to memory (common/stream.h), its lines not read first: the
-  // benchmark's padding (5c-5w) 0.66-0.81x the time
+  // scratch and streamed to memory (common/stream.h), its lines not read first (README
+  // "Streamed rows")
   const bool stream = ys == 1 && worth_streaming(c.y.count() * int64_t(sizeof(T))) &&
                       out * int64_t(sizeof(T)) >= kStreamRowBytes && out <= kStagedRowElements;
   parallel_for(rows, double(c.y.count()), c.threads, [&](int64_t lo, int64_t hi) {
