@@ -44,6 +44,23 @@ def test_float16_widens_exactly_on_all_patterns():
     assert (got[nan] == 0x7E00).all()
 
 
+def test_the_window_reaches_the_kernels_as_one_struct():
+    """The plan's window is bound once (``Window``, five fields of k values each) and every
+    pooling kernel takes it whole; fields of unequal lengths are refused at the binding."""
+    k = cpu.kernels()
+    w = k.Window([3, 3], [2, 2], [1, 1], [0, 1], [1, 1])
+    x = np.arange(49, dtype=np.float32).reshape(1, 1, 7, 7)
+    y = np.empty((1, 1, 3, 4), np.float32)    # (the last column's window in the end padding)
+    k.average_pool(x, y, w, True, 1, cpu.FORCE_PLAIN)
+    want = dml.average_pooling(x, 3, strides=2, start_padding=1, end_padding=(0, 1),
+                               include_padding=True, backend="reference")
+    assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+    with pytest.raises(ValueError, match="unequal lengths"):
+        k.Window([3, 3], [2], [1, 1], [0, 0], [1, 1])
+    with pytest.raises(TypeError):      # the five lists one by one: no longer a signature
+        k.average_pool(x, y, [3, 3], [2, 2], [1, 1], [0, 1], [1, 1], True, 1, False)
+
+
 def test_float16_rounds_like_numpy():
     """Averages of two float16 values round to nearest even exactly as NumPy's float32 ->
     float16 conversion: every sum of a pattern and its neighbour, halved."""

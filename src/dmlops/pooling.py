@@ -339,25 +339,21 @@ def run_pooling(plan: PoolPlan, kernels: ModuleType, x: NDArray[Any],
     (values first, then indices for max pooling)."""
     g = plan.geometry
     if plan.kind == "average":
-        kernels.average_pooling(x, outputs[0], g.window, g.strides, g.start, g.end,
-                                g.dilations, plan.include_padding)
+        kernels.average_pooling(x, outputs[0], g, plan.include_padding)
     elif plan.kind == "max":
-        kernels.max_pooling(x, outputs[0], outputs[1] if len(outputs) > 1 else None, g.window,
-                            g.strides, g.start, g.dilations, plan.empty_index)
+        kernels.max_pooling(x, outputs[0], outputs[1] if len(outputs) > 1 else None, g,
+                            plan.empty_index)
     elif plan.kind == "lp":
-        kernels.lp_pooling(x, outputs[0], g.window, g.strides, g.start, g.dilations, plan.p)
+        kernels.lp_pooling(x, outputs[0], g, plan.p)
     elif plan.kind == "average_grad":
-        kernels.average_pooling_grad(x, outputs[0], g.window, g.strides, g.start, g.end,
-                                     g.dilations, plan.include_padding)
+        kernels.average_pooling_grad(x, outputs[0], g, plan.include_padding)
     elif plan.kind == "max_grad":
         assert extra is not None    # (the gradient dy)
-        kernels.max_pooling_grad(x, extra["dy"], outputs[0], g.window, g.strides, g.start,
-                                 g.dilations)
+        kernels.max_pooling_grad(x, extra["dy"], outputs[0], g)
     elif plan.kind == "quantized":
         assert extra is not None    # (the scales and zero points)
         kernels.quantized_average_pooling(x, extra["scale_in"], extra["zp_in"],
-                                          extra["scale_out"], extra["zp_out"], outputs[0],
-                                          g.window, g.strides, g.start, g.end, g.dilations,
+                                          extra["scale_out"], extra["zp_out"], outputs[0], g,
                                           plan.include_padding)
     else:  # pragma: no cover
         raise AssertionError(plan.kind)

@@ -91,6 +91,9 @@ void fill(int64_t* dst, const Ints& src, int most) {
 
 dmlops::Window window_of(const Ints& size, const Ints& stride, const Ints& start,
                          const Ints& end, const Ints& dilation) {
+  for (const Ints* v : {&stride, &start, &end, &dilation})
+    if (v->size() != size.size())
+      throw std::invalid_argument("dmlops kernels: a window's fields of unequal lengths");
   dmlops::Window w;
   w.k = int(size.size());
   fill(w.size, size, dmlops::kMaxSpatial);
@@ -101,9 +104,8 @@ dmlops::Window window_of(const Ints& size, const Ints& stride, const Ints& start
   return w;
 }
 
-void max_pool(nb::handle x, nb::handle y, nb::handle indices, const Ints& window,
-              const Ints& strides, const Ints& start, const Ints& dilations, const Ints& pitch,
-              uint64_t empty_index, int threads, bool plain) {
+void max_pool(nb::handle x, nb::handle y, nb::handle indices, const dmlops::Window& w,
+              const Ints& pitch, uint64_t empty_index, int threads, bool plain) {
   Held hx, hy, hi;
   dmlops::MaxPoolCall c;
   c.x = hx.take(x, false);
@@ -114,7 +116,7 @@ void max_pool(nb::handle x, nb::handle y, nb::handle indices, const Ints& window
     c.y = c.indices;
     c.y.data = nullptr;
   }
-  c.w = window_of(window, strides, start, start, dilations);
+  c.w = w;
   fill(c.pitch, pitch, dmlops::kMaxRank);
   c.empty_index = empty_index;
   c.threads = threads;
@@ -132,14 +134,13 @@ const T* packed(nb::handle a, Held& h, dmlops::DType want, int64_t* count) {
   return reinterpret_cast<const T*>(t.data);
 }
 
-void average_pool(nb::handle x, nb::handle y, const Ints& window, const Ints& strides,
-                  const Ints& start, const Ints& end, const Ints& dilations,
-                  bool include_padding, int threads, bool plain) {
+void average_pool(nb::handle x, nb::handle y, const dmlops::Window& w, bool include_padding,
+                  int threads, bool plain) {
   Held hx, hy;
   dmlops::SumPoolCall c;
   c.x = hx.take(x, false);
   c.y = hy.take(y, true);
-  c.w = window_of(window, strides, start, end, dilations);
+  c.w = w;
   c.include_padding = include_padding;
   c.threads = threads;
   c.plain = plain;
@@ -147,25 +148,26 @@ void average_pool(nb::handle x, nb::handle y, const Ints& window, const Ints& st
   dmlops::average_pool(c);
 }
 
-void quantized_average_pool(nb::handle x, nb::handle y, nb::handle zp_in, nb::handle s_in,
-                            nb::handle zp_out, nb::handle s_out, int channel_dim,
-                            const Ints& window, const Ints& strides, const Ints& start,
-                            const Ints& end, const Ints& dilations, bool include_padding,
+// quantization: the packed arrays (zp_in, s_in, zp_out, s_out), 1 or C values each
+void quantized_average_pool(nb::handle x, nb::handle y, const nb::tuple& quantization,
+                            int channel_dim, const dmlops::Window& w, bool include_padding,
                             int threads, bool plain) {
   Held hx, hy, h1, h2, h3, h4;
   dmlops::SumPoolCall c;
   c.x = hx.take(x, false);
   c.y = hy.take(y, true);
+  if (quantization.size() != 4)
+    throw std::invalid_argument("dmlops kernels: quantization is (zp_in, s_in, zp_out, s_out)");
   int64_t n[4];
-  c.q.zp_in = packed<int64_t>(zp_in, h1, DType::i64, &n[0]);
-  c.q.s_in = packed<float>(s_in, h2, DType::f32, &n[1]);
-  c.q.zp_out = packed<int64_t>(zp_out, h3, DType::i64, &n[2]);
-  c.q.s_out = packed<float>(s_out, h4, DType::f32, &n[3]);
+  c.q.zp_in = packed<int64_t>(quantization[0], h1, DType::i64, &n[0]);
+  c.q.s_in = packed<float>(quantization[1], h2, DType::f32, &n[1]);
+  c.q.zp_out = packed<int64_t>(quantization[2], h3, DType::i64, &n[2]);
+  c.q.s_out = packed<float>(quantization[3], h4, DType::f32, &n[3]);
   if (n[1] != n[0] || n[2] != n[0] || n[3] != n[0] || n[0] < 1)
     throw std::invalid_argument("dmlops kernels: quantization parameters of unequal lengths");
   c.q.count = n[0];
   c.q.channel_dim = channel_dim;
-  c.w = window_of(window, strides, start, end, dilations);
+  c.w = w;
   c.include_padding = include_padding;
   c.threads = threads;
   c.plain = plain;
@@ -173,13 +175,12 @@ void quantized_average_pool(nb::handle x, nb::handle y, nb::handle zp_in, nb::ha
   dmlops::quantized_average_pool(c);
 }
 
-void lp_pool(nb::handle x, nb::handle y, const Ints& window, const Ints& strides,
-             const Ints& start, const Ints& dilations, int64_t p, int threads) {
+void lp_pool(nb::handle x, nb::handle y, const dmlops::Window& w, int64_t p, int threads) {
   Held hx, hy;
   dmlops::LpPoolCall c;
   c.x = hx.take(x, false);
   c.y = hy.take(y, true);
-  c.w = window_of(window, strides, start, start, dilations);
+  c.w = w;
   c.p = p;
   c.threads = threads;
   nb::gil_scoped_release release;
@@ -198,14 +199,13 @@ void max_pool_grad(nb::handle dy, nb::handle arg, nb::handle dx, uint64_t empty,
   dmlops::max_pool_grad(c);
 }
 
-void average_pool_grad(nb::handle dy, nb::handle dx, const Ints& window, const Ints& strides,
-                       const Ints& start, const Ints& end, const Ints& dilations,
+void average_pool_grad(nb::handle dy, nb::handle dx, const dmlops::Window& w,
                        bool include_padding, int threads) {
   Held h1, h2;
   dmlops::AvgGradCall c;
   c.dy = h1.take(dy, false);
   c.dx = h2.take(dx, true);
-  c.w = window_of(window, strides, start, end, dilations);
+  c.w = w;
   c.include_padding = include_padding;
   c.threads = threads;
   nb::gil_scoped_release release;
@@ -275,12 +275,22 @@ void padding_grad(nb::handle dy, nb::handle dx, const Ints& start, int mode, int
 NB_MODULE(DMLOPS_MODULE, m) {
   m.doc() = "dmlops's cpu kernels, built for one CPU level (see dmlops.backends.cpu)";
   m.attr("LEVEL") = DMLOPS_STR(DMLOPS_LEVEL);
+  // Windows that the plan caches still hold when Python exits are not leaks of ours
+  nb::set_leak_warnings(false);
   m.def("cpu_features", &dmlops::cpu_features,
         "The instruction-set extensions of this CPU that the kernels' levels use.");
   m.def("usable_cpus", &dmlops::usable_cpus, "The number of CPUs this process may run on.");
+  // the plan's window (dmlops.window.Window's five fields), bound once per prepared call and
+  // handed to every kernel as the struct the kernels take
+  nb::class_<dmlops::Window>(m, "Window")
+      .def("__init__", [](dmlops::Window* w, const Ints& size, const Ints& strides,
+                          const Ints& start, const Ints& end, const Ints& dilations) {
+        new (w) dmlops::Window(window_of(size, strides, start, end, dilations));
+      }, nb::arg("window"), nb::arg("strides"), nb::arg("start"), nb::arg("end"),
+         nb::arg("dilations"));
   m.def("max_pool", &max_pool, nb::arg("x"), nb::arg("y").none(), nb::arg("indices").none(),
-        nb::arg("window"), nb::arg("strides"), nb::arg("start"), nb::arg("dilations"),
-        nb::arg("pitch"), nb::arg("empty_index"), nb::arg("threads"), nb::arg("plain"));
+        nb::arg("window"), nb::arg("pitch"), nb::arg("empty_index"), nb::arg("threads"),
+        nb::arg("plain"));
   m.def("average_pool", &average_pool);
   m.def("quantized_average_pool", &quantized_average_pool);
   m.def("lp_pool", &lp_pool);

@@ -19,6 +19,7 @@ from ...threads import get_num_threads
 from ._levels import baseline, kernels, level, set_level, supported  # noqa: F401
 
 if TYPE_CHECKING:
+    from ...window import Window
     from numpy.typing import DTypeLike, NDArray
 
 _A = TypeVar("_A", bound="NDArray[Any] | None")
@@ -63,10 +64,25 @@ def _to_channels_last(a: NDArray[Any]) -> NDArray[Any]:
     return np.moveaxis(a, 1, -1)[:, None]
 
 
-def _window_cl(window: Sequence[int], strides: Sequence[int], start: Sequence[int],
-               end: Sequence[int], dilations: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-    return (tuple(window) + (1,), tuple(strides) + (1,), tuple(start) + (0,),
-            tuple(end) + (0,), tuple(dilations) + (1,))
+class _Window:
+    """The plan's window as the kernels' bound struct (``Window``), made once per level's
+    module (the level can change between calls: ``set_level``); for channels-last data,
+    with a unit window over the channels innermost (``_to_channels_last``)."""
+
+    __slots__ = ("fields", "module", "bound")
+
+    def __init__(self, g: Window, channels_last: bool = False) -> None:
+        fields = [g.window, g.strides, g.start, g.end, g.dilations]
+        if channels_last:
+            fields = [(*f, unit) for f, unit in zip(fields, (1, 1, 0, 0, 1))]
+        self.fields = fields
+        self.module: Any = None
+        self.bound: Any = None
+
+    def bind(self, k: Any) -> Any:
+        if k is not self.module:
+            self.module, self.bound = k, k.Window(*self.fields)
+        return self.bound
 
 
 def _readable(a: NDArray[Any]) -> NDArray[Any]:
@@ -88,17 +104,14 @@ def _copy_back(given: NDArray[Any] | None, used: NDArray[Any] | None) -> None:
         given[...] = used
 
 
-def _max_runner(x: NDArray[Any], window: Sequence[int], strides: Sequence[int],
-                start: Sequence[int], dilations: Sequence[int]
-                ) -> Runner:
+def _max_runner(x: NDArray[Any], g: Window) -> Runner:
     """Max pooling (values, indices or both) of inputs of ``x``'s shape and strides:
     channels-last inputs run with the channels innermost, and the pitch keeps their flat
     indices in the caller's order."""
     pitch = _pitch(x.shape)
     cl = _channels_last(x)
+    w = _Window(g, cl)
     if cl:
-        window, strides, start, _, dilations = _window_cl(window, strides, start, start,
-                                                          dilations)
         pitch = [pitch[0], 0] + pitch[2:] + [pitch[1]]
 
     def run(x: NDArray[Any], outputs: Sequence[NDArray[Any] | None], extra: Any = None
@@ -110,27 +123,23 @@ def _max_runner(x: NDArray[Any], window: Sequence[int], strides: Sequence[int],
             indices = None if indices is None else _to_channels_last(indices)
         y_out, i_out = _writable(y), _writable(indices)
         # (a window with no element: all ones at the indices' width, ALL_ONES at any width)
-        kernels().max_pool(_readable(x), y_out, i_out, window, strides, start, dilations,
-                           pitch, ALL_ONES, get_num_threads(), FORCE_PLAIN)
+        k = kernels()
+        k.max_pool(_readable(x), y_out, i_out, w.bind(k), pitch, ALL_ONES, get_num_threads(),
+                   FORCE_PLAIN)
         _copy_back(y, y_out)
         _copy_back(indices, i_out)
     return run
 
 
-def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], window: Sequence[int],
-                strides: Sequence[int], start: Sequence[int], dilations: Sequence[int],
-                empty_index: int|None) -> None:
-    _max_runner(x, window, strides, start, dilations)(x, (y, indices))
+def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], g: Window,
+                empty_index: int | None) -> None:
+    _max_runner(x, g)(x, (y, indices))
 
 
-def _average_runner(x: NDArray[Any], window: Sequence[int], strides: Sequence[int],
-                    start: Sequence[int], end: Sequence[int], dilations: Sequence[int],
-                    include_padding: bool) -> Runner:
+def _average_runner(x: NDArray[Any], g: Window, include_padding: bool) -> Runner:
     """Average pooling of inputs of ``x``'s shape and strides."""
     cl = _channels_last(x)
-    if cl:
-        window, strides, start, end, dilations = _window_cl(window, strides, start, end,
-                                                            dilations)
+    w = _Window(g, cl)
     include = bool(include_padding)
 
     def run(x: NDArray[Any], outputs: Sequence[NDArray[Any]], extra: Any = None) -> None:
@@ -138,16 +147,15 @@ def _average_runner(x: NDArray[Any], window: Sequence[int], strides: Sequence[in
         if cl:
             x, y = _to_channels_last(x), _to_channels_last(y)
         out = _writable(y)
-        kernels().average_pool(_readable(x), out, window, strides, start, end, dilations,
-                               include, get_num_threads(), FORCE_PLAIN)
+        k = kernels()
+        k.average_pool(_readable(x), out, w.bind(k), include, get_num_threads(), FORCE_PLAIN)
         _copy_back(y, out)
     return run
 
 
-def average_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
-                    start: Sequence[int], end: Sequence[int], dilations: Sequence[int],
-                    include_padding: bool) -> None:
-    _average_runner(x, window, strides, start, end, dilations, include_padding)(x, (y,))
+def average_pooling(x: NDArray[Any], y: NDArray[Any], g: Window, include_padding: bool
+                    ) -> None:
+    _average_runner(x, g, include_padding)(x, (y,))
 
 
 def _per_channel(a: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
@@ -159,32 +167,28 @@ def _per_channel(a: NDArray[Any], dtype: DTypeLike) -> NDArray[Any]:
 
 def quantized_average_pooling(x: NDArray[Any], scale_in: NDArray[Any], zp_in: NDArray[Any],
                               scale_out: NDArray[Any], zp_out: NDArray[Any], y: NDArray[Any],
-                              window: Sequence[int], strides: Sequence[int], start: Sequence[int],
-                              end: Sequence[int], dilations: Sequence[int], include_padding: bool
-                              ) -> None:
+                              g: Window, include_padding: bool) -> None:
     params = [_per_channel(zp_in, np.int64), _per_channel(scale_in, np.float32),
               _per_channel(zp_out, np.int64), _per_channel(scale_out, np.float32)]
     count = max(p.size for p in params)
     params = [p if p.size == count else np.ascontiguousarray(np.broadcast_to(p, (count,)))
               for p in params]
     channel = 1
-    if _channels_last(x):
-        window, strides, start, end, dilations = _window_cl(window, strides, start, end,
-                                                            dilations)
+    cl = _channels_last(x)
+    if cl:
         x, y = _to_channels_last(x), _to_channels_last(y)
         channel = x.ndim - 1
     out = _writable(y)
-    kernels().quantized_average_pool(_readable(x), out, *params, channel, window, strides,
-                                     start, end, dilations, bool(include_padding),
-                                     get_num_threads(), FORCE_PLAIN)
+    k = kernels()
+    k.quantized_average_pool(_readable(x), out, tuple(params), channel, _Window(g, cl).bind(k),
+                             bool(include_padding), get_num_threads(), FORCE_PLAIN)
     _copy_back(y, out)
 
 
-def lp_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
-               start: Sequence[int], dilations: Sequence[int], p: int) -> None:
+def lp_pooling(x: NDArray[Any], y: NDArray[Any], g: Window, p: int) -> None:
     out = _writable(y)
-    kernels().lp_pool(_readable(x), out, window, strides, start, dilations, int(p),
-                      get_num_threads())
+    k = kernels()
+    k.lp_pool(_readable(x), out, _Window(g).bind(k), int(p), get_num_threads())
     _copy_back(y, out)
 
 
@@ -193,24 +197,22 @@ def lp_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides:
 ARGMAX32_MOST = 2**32 - 1
 
 
-def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
-                     strides: Sequence[int], start: Sequence[int], dilations: Sequence[int]
-                     ) -> None:
+def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], g: Window) -> None:
     # the argmax of every window (flat indices, as max pooling gives them), then the scatter;
     # 4-byte indices where every flat index and the empty marker (all ones) fit
     arg = np.empty(dy.shape, np.uint32 if x.size < ARGMAX32_MOST else np.uint64)
-    _max_runner(x, window, strides, start, dilations)(x, (None, arg))
+    _max_runner(x, g)(x, (None, arg))
     out = _writable(dx)
     kernels().max_pool_grad(_readable(dy), arg, out, ALL_ONES, get_num_threads())
     _copy_back(dx, out)
 
 
-def average_pooling_grad(dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
-                         strides: Sequence[int], start: Sequence[int], end: Sequence[int],
-                         dilations: Sequence[int], include_padding: bool) -> None:
+def average_pooling_grad(dy: NDArray[Any], dx: NDArray[Any], g: Window, include_padding: bool
+                         ) -> None:
     out = _writable(dx)
-    kernels().average_pool_grad(_readable(dy), out, window, strides, start, end, dilations,
-                                bool(include_padding), get_num_threads())
+    k = kernels()
+    k.average_pool_grad(_readable(dy), out, _Window(g).bind(k), bool(include_padding),
+                        get_num_threads())
     _copy_back(dx, out)
 
 
@@ -269,12 +271,10 @@ def padding_grad(dy: NDArray[Any], dx: NDArray[Any], start: Sequence[int], mode:
 def prepare_pooling(plan: Any, x: NDArray[Any]) -> Runner | None:
     """A runner of pooling ``plan`` for inputs of ``x``'s shape, strides and data type, or
     None where this backend has none (the caller then calls the functions above)."""
-    g = plan.geometry
     if plan.kind == "max":
-        return _max_runner(x, g.window, g.strides, g.start, g.dilations)
+        return _max_runner(x, plan.geometry)
     if plan.kind == "average":
-        return _average_runner(x, g.window, g.strides, g.start, g.end, g.dilations,
-                               plan.include_padding)
+        return _average_runner(x, plan.geometry, plan.include_padding)
     return None
 
 

@@ -10,7 +10,13 @@ import numpy as np
 from .window import counts, offset_slices, real_offsets
 
 if TYPE_CHECKING:
+    from ...window import Window
     from numpy.typing import NDArray
+
+
+def _fields(g: Window) -> tuple[tuple[int, ...], ...]:
+    """The window's sizes, strides, start and end paddings and dilations."""
+    return g.window, g.strides, g.start, g.end, g.dilations
 
 
 def _accumulator(dtype: np.dtype[Any]) -> type[np.floating[Any]]:
@@ -37,10 +43,9 @@ def _window_sums(x: NDArray[Any], out_spatial: Sequence[int], window: Sequence[i
     return acc
 
 
-def average_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
-                    start: Sequence[int], end: Sequence[int], dilations: Sequence[int],
-                    include_padding: bool) -> None:
+def average_pooling(x: NDArray[Any], y: NDArray[Any], g: Window, include_padding: bool) -> None:
     """y = Σ real elements / divisor; a zero divisor gives +0.0 (SPEC 3.1)."""
+    window, strides, start, end, dilations = _fields(g)
     acc_dtype = _accumulator(y.dtype)
     out_spatial = y.shape[2:]
     acc = _window_sums(x, out_spatial, window, strides, start, dilations, acc_dtype)
@@ -101,11 +106,11 @@ def flat_indices(in_sizes: Sequence[int], arg: NDArray[Any], visited: NDArray[An
     return flat
 
 
-def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], window: Sequence[int],
-                strides: Sequence[int], start: Sequence[int], dilations: Sequence[int],
-                empty_index: int|None) -> None:
+def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], g: Window,
+                empty_index: int | None) -> None:
     """Max of the real elements with its flat index (SPEC 3.4). A window without real elements
     gives -inf (floats) or the type's minimum, and ``empty_index``."""
+    window, strides, start, _, dilations = _fields(g)
     best, arg, has, visited = argmax(x, y.shape[2:], window, strides, start, dilations)
     if x.dtype.kind == "f":
         empty = -np.inf
@@ -120,9 +125,7 @@ def max_pooling(x: NDArray[Any], y: NDArray[Any], indices: NDArray[Any], window:
         indices[...] = flat
 
 
-def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
-                     strides: Sequence[int], start: Sequence[int], dilations: Sequence[int]
-                     ) -> None:
+def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], g: Window) -> None:
     """Scatter each window's gradient to its argmax (SPEC 3.5).
 
     For one input element, the windows that can choose it are visited here in descending
@@ -130,10 +133,11 @@ def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], window
     as the offset grows); an offset never maps two outputs to one input element. So every
     element sums its contributions, from +0.0, in ascending flat output order.
     """
+    window, strides, start, _, dilations = _fields(g)
     acc_dtype = _accumulator(dx.dtype)
     out_spatial = dy.shape[2:]
     _, arg, has, visited = argmax(x, out_spatial, window, strides, start, dilations)
-    g = dy.astype(acc_dtype)
+    grad = dy.astype(acc_dtype)
     acc = np.zeros(x.shape, dtype=acc_dtype)
     for number in range(len(visited) - 1, -1, -1):
         sl = offset_slices(visited[number], x.shape[2:], out_spatial, strides, start,
@@ -143,19 +147,18 @@ def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], window
         chosen = has[sl[0]] & (arg[sl[0]] == number)
         target = acc[sl[1]]
         with np.errstate(invalid="ignore", over="ignore"):
-            np.add(target, g[sl[0]], out=target, where=chosen)
+            np.add(target, grad[sl[0]], out=target, where=chosen)
     dx[...] = _canonical(acc).astype(dx.dtype)
 
 
 def quantized_average_pooling(x: NDArray[Any], scale_in: NDArray[Any], zp_in: NDArray[Any],
                               scale_out: NDArray[Any], zp_out: NDArray[Any], y: NDArray[Any],
-                              window: Sequence[int], strides: Sequence[int], start: Sequence[int],
-                              end: Sequence[int], dilations: Sequence[int], include_padding: bool
-                              ) -> None:
+                              g: Window, include_padding: bool) -> None:
     """Dequantize, average, quantize, with SPEC 3.3's exact arithmetic.
 
     ``scale_*`` are float32 and ``zp_*`` int64 arrays broadcastable to ``(N, C, 1, ...)``.
     """
+    window, strides, start, end, dilations = _fields(g)
     out_spatial = y.shape[2:]
     acc = np.zeros(x.shape[:2] + tuple(out_spatial), dtype=np.int64)
     xs = x.astype(np.int64) - zp_in
@@ -176,33 +179,33 @@ def quantized_average_pooling(x: NDArray[Any], scale_in: NDArray[Any], zp_in: ND
     y[...] = q.astype(y.dtype)
 
 
-def average_pooling_grad(dy: NDArray[Any], dx: NDArray[Any], window: Sequence[int],
-                         strides: Sequence[int], start: Sequence[int], end: Sequence[int],
-                         dilations: Sequence[int], include_padding: bool) -> None:
+def average_pooling_grad(dy: NDArray[Any], dx: NDArray[Any], g: Window, include_padding: bool
+                         ) -> None:
     """Each incoming value divided by its window's divisor is added to every real element of
     the window (SPEC 3.2). As in :func:`max_pooling_grad`, offsets are visited in descending
     order, so every element adds its contributions, from +0.0, in ascending forward-output
     order."""
+    window, strides, start, end, dilations = _fields(g)
     acc_dtype = _accumulator(dx.dtype)
     out_spatial = dy.shape[2:]
     div = counts(dx.shape[2:], out_spatial, window, strides, start, end, dilations,
                  include_padding)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        g = dy.astype(acc_dtype) / np.where(div > 0, div, 1).astype(acc_dtype)
+        grad = dy.astype(acc_dtype) / np.where(div > 0, div, 1).astype(acc_dtype)
     acc = np.zeros(dx.shape, dtype=acc_dtype)
     visited = real_offsets(dx.shape[2:], out_spatial, window, strides, start, dilations)
     with np.errstate(invalid="ignore", over="ignore"):
         for j in reversed(visited):
             sl = offset_slices(j, dx.shape[2:], out_spatial, strides, start, dilations)
             if sl is not None:
-                acc[sl[1]] += g[sl[0]]
+                acc[sl[1]] += grad[sl[0]]
     dx[...] = _canonical(acc).astype(dx.dtype)
 
 
-def lp_pooling(x: NDArray[Any], y: NDArray[Any], window: Sequence[int], strides: Sequence[int],
-               start: Sequence[int], dilations: Sequence[int], p: int) -> None:
+def lp_pooling(x: NDArray[Any], y: NDArray[Any], g: Window, p: int) -> None:
     """``(Σ |x|^p)^(1/p)`` over the real elements (SPEC 3.6), in float64 and scaled by the
     window's largest ``|x|`` so that nothing underflows or overflows on the way."""
+    window, strides, start, _, dilations = _fields(g)
     out_spatial = y.shape[2:]
     with np.errstate(invalid="ignore"):         # a signalling NaN stays a NaN
         ax = np.abs(x.astype(np.float64))
