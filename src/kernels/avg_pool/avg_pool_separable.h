@@ -36,7 +36,7 @@ void row_sums(const Block<T, A>& b, const SeparableGeometry& geo, int64_t ow) {
     VA sum{};
     for (int64_t j = 0; j < dl.window; ++j)
       sum += Lanes::widen_lanes(load_row<T, L, kStep>(b.x, at + j * dl.dilation, len));
-    store_vec(b.h + g, sum);
+    store_vec(b.results + g, sum);
   });
   auto column = [](const T* row, const int64_t* at, int64_t count, int64_t) {
     A sum = A(0);
@@ -142,7 +142,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
       const A* h[kMostRegisterOffsets];
       auto window_rows = [&](int64_t oy) {
         return geo.each_window_row(
-            oy, [&](int64_t m, int64_t r) { h[m] = b.h + (r - r0) * b.width; });
+            oy, [&](int64_t m, int64_t r) { h[m] = b.results + (r - r0) * b.width; });
       };
       auto one_row = [&](int64_t oy) {
         const int64_t row_real = geo.row_real[oy];

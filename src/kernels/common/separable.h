@@ -112,15 +112,21 @@ struct SeparableGeometry {
 };
 
 // A block: rows [r0, r0 + rows) of a plane, read from x (its first row), their first pass's
-// results for column o of row r at h[r * width + o] (and, where a path asks for them, 32 bits
-// more at aux[r * width + o]: which offset won, for indices).
+// results for column o of row r at results[r * width + o] (and, where a path asks for them,
+// which offset won, for indices, at winners[r * width + o]).
 template <class X, class H> struct Block {
   const X* x;
   int64_t pitch;
   int64_t rows;
-  H* h;
+  H* results;
   int64_t width;
-  uint32_t* aux;
+  uint32_t* winners;
+};
+
+// What a separable path asks of separable_blocks beyond its two passes.
+struct BlockOptions {
+  bool winners = false;             // keep the first pass's winning offsets (Block::winners)
+  bool first_pass_prefetches = false;  // the first pass asks for half the next block's input
 };
 
 // The flat positions g of a block whose window lies in it, whole: [ga, gb).
@@ -152,7 +158,7 @@ template <class X, class H> inline int64_t flat_length(const Block<X, H>& b, con
 }
 
 // The first pass's columns that the flat vectors did not do right (`flat`: the flat pass
-// ran; otherwise every column): h[i] = column(row, at, count, i) for each row, `at` the input
+// ran; otherwise every column): results[i] = column(row, at, count, i) for each row, `at` the input
 // positions of the column's `count` real offsets in order, i the result's place in the block.
 // A column at a time, its positions worked out once for all the block's rows.
 template <class X, class H, class F>
@@ -166,7 +172,7 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
     const int64_t count = js.hi > js.lo ? js.hi - js.lo : 0;
     for (int64_t j = 0; j < count; ++j) at[j] = input_coord(geo.last, o, js.lo + j);
     for (int64_t r = 0; r < b.rows; ++r)
-      b.h[r * b.width + o] = column(b.x + r * b.pitch, at, count, r * b.width + o);
+      b.results[r * b.width + o] = column(b.x + r * b.pitch, at, count, r * b.width + o);
   }
 }
 
@@ -176,7 +182,7 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
 // makes the block's output rows, second being each task's make_second(). late.next() asks for the next piece of the next block's input (a piece per
 // output row): the second pass reads only the cache, and the memory would otherwise idle
 // until the next first pass stalls on it (blocks of equal size: with a short last block the
-// whole next plane would be asked for in a few pieces). Where `first_asks`, the first half of that
+// whole next plane would be asked for in a few pieces). Where `first_pass_prefetches`, the first half of that
 // input is early's instead, a cache line per early.next(), which the first pass asks for
 // once per register it makes: the core's fill buffers, which the second pass's requests
 // kept full while its work waited on them, then carry the requests during the first pass's
@@ -185,22 +191,24 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
 template <class X, class H, class First, class MakeSecond>
 void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry& geo,
                       int threads, double work, First&& first, MakeSecond&& make_second,
-                      bool aux = false, bool first_asks = false) {
+                      BlockOptions options = {}) {
   const Dim &dr = geo.rows, &dl = geo.last;
   const int64_t oh = y.sizes[2], planes = y.sizes[0] * y.sizes[1];
   const int64_t pitch = x.strides[2], width = pitch / dl.stride;
   const int64_t reach = (dr.window - 1) * dr.dilation + 1;
-  const int64_t bytes = int64_t(sizeof(H)) + (aux ? int64_t(sizeof(uint32_t)) : 0);
+  const bool keep_winners = options.winners;
+  const int64_t bytes = int64_t(sizeof(H)) + (keep_winners ? int64_t(sizeof(uint32_t)) : 0);
   const int64_t block = geo.block_rows(oh, width, bytes);
   const int64_t blocks = (oh + block - 1) / block;
   const int64_t most_rows = (block - 1) * dr.stride + reach;
   parallel_for(planes * blocks, work, threads, [&](int64_t lo, int64_t hi) {
     // H's results first, the 32-bit ones after them from a 64-byte boundary
     const int64_t hbytes = (most_rows * width * int64_t(sizeof(H)) + 63) / 64 * 64;
-    void* mem = std::malloc(size_t(hbytes + (aux ? most_rows * width * 4 : 0)));
+    void* mem = std::malloc(size_t(hbytes + (keep_winners ? most_rows * width * 4 : 0)));
     if (mem == nullptr) throw std::bad_alloc();
-    H* h = static_cast<H*>(mem);
-    uint32_t* hj = aux ? reinterpret_cast<uint32_t*>(static_cast<char*>(mem) + hbytes) : nullptr;
+    H* results = static_cast<H*>(mem);
+    uint32_t* winners =
+        keep_winners ? reinterpret_cast<uint32_t*>(static_cast<char*>(mem) + hbytes) : nullptr;
     auto second = make_second();
     // item's plane (n, c), its output rows [b0, b1) and their real input rows
     struct Item {
@@ -228,13 +236,14 @@ void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry&
         if (nx.in.hi > nx.in.lo) {
           const int64_t next =
               ((nx.in.hi - nx.in.lo - 1) * pitch + dl.in) * int64_t(sizeof(X));
-          const int64_t half = first_asks ? next / 2 / kCacheLine * kCacheLine : 0;
+          const int64_t half =
+              options.first_pass_prefetches ? next / 2 / kCacheLine * kCacheLine : 0;
           early = Prefetch(nx.x, half, half / kCacheLine);
           late = Prefetch(reinterpret_cast<const char*>(nx.x) + half, next - half,
                           it.b1 - it.b0);
         }
       }
-      const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, h, width, hj};
+      const Block<X, H> b{it.x, pitch, it.in.hi - it.in.lo, results, width, winners};
       // (a first pass may say how its results must be read: max pooling's, whether they
       // hold a NaN)
       bool said = false;

@@ -34,10 +34,10 @@ template <class T> inline bool separable_path(const MaxPoolCall& c) {
 
 template <class T> using RowMaxima = Block<typename MaxKey<T>::Raw, typename MaxKey<T>::Raw>;
 
-// Whether the first pass asks for part of the next block's input (separable_blocks'
-// first_asks): where its registers hold 4- or 8-byte values, a register's work or more per
-// cache line of input.
-template <class Raw> inline constexpr bool kFirstAsks = sizeof(Raw) >= 4;
+// Whether the first pass asks for part of the next block's input
+// (BlockOptions::first_pass_prefetches): where its registers hold 4- or 8-byte values, a
+// register's work or more per cache line of input.
+template <class Raw> inline constexpr bool kFirstPassPrefetches = sizeof(Raw) >= 4;
 
 // A row's maximum over the positions at[0 .. count) in order (a column whose window leaves
 // the row), or the empty value where none is real; *which: the winner's position in at.
@@ -107,7 +107,7 @@ inline Vec<Raw, L> pair_maxima(const Raw* p, int64_t w) {
 
 // First pass: the block read as one flat row (common/separable.h), whole vectors where the
 // flat window lies in the block, then the columns whose window leaves its row from their
-// real offsets. kIndices: the winners' offsets too, j * ix.offset into b.aux (a column with
+// real offsets. kIndices: the winners' offsets too, j * ix.offset into b.winners (a column with
 // no real offset: all ones). kOrdered (floats, values only; README "Ordered floats"): each
 // offset taken by `v > best ? v : best`, one vmaxps, which is SPEC 3.4's order everywhere
 // but where a NaN comes after a number; returns whether any element read was a NaN (the
@@ -142,7 +142,7 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
     int64_t j = 1;
     if constexpr (kStep == 2 && kPairsInWideLanes<T, kIndices>) {
       if (d == 1 && (w == 2 || w == 3) && at + 2 * L + 2 <= len) {
-        store_vec(b.h + g, pair_maxima<Raw, L>(b.x + at, w));
+        store_vec(b.results + g, pair_maxima<Raw, L>(b.x + at, w));
         return;
       }
     }
@@ -173,8 +173,8 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
       if constexpr (kOrdered) unordered |= v != v;
       take(v, j);
     }
-    store_vec(b.h + g, best);
-    if constexpr (kIndices) store_vec(b.aux + g, which);
+    store_vec(b.results + g, best);
+    if constexpr (kIndices) store_vec(b.winners + g, which);
   });
   auto column = [&](const Raw* row, const int64_t* at, int64_t count, int64_t i) {
     if constexpr (kOrdered) {
@@ -196,7 +196,7 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
       // as the flat vectors': the winner's position less the column's offset 0 (o * stride
       // - start), times the pitch, modulo 2^32
       const int64_t o = i % b.width;
-      b.aux[i] = count > 0 ? uint32_t(at[j] - (o * dl.stride - dl.start)) * ix.col
+      b.winners[i] = count > 0 ? uint32_t(at[j] - (o * dl.stride - dl.start)) * ix.col
                            : ~uint32_t(0);
     }
     return best;
@@ -330,9 +330,9 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
   const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
   const SeparableIndexing ix{uint32_t(c.pitch[3]), uint32_t(geo.last.dilation * c.pitch[3])};
   // the columns no offset of which is real: their index is the empty one
-  std::vector<int64_t> hollow;
+  std::vector<int64_t> empty_columns;
   for (int64_t o = 0; o < ow; ++o)
-    if (geo.last_real[o] == 0) hollow.push_back(o);
+    if (geo.last_real[o] == 0) empty_columns.push_back(o);
   auto first = [&](const RowMaxima<T>& b, Prefetch& early) {
     if (geo.last.stride == 1)
       row_maxima<T, L, 1, true>(b, geo, ow, early, ix);
@@ -353,8 +353,8 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
       const uint32_t* which[kMostRegisterOffsets];
       uint32_t rowflat[kMostRegisterOffsets];
       const int64_t count = geo.each_window_row(oy, [&](int64_t m, int64_t r) {
-        rows[m] = b.h + (r - r0) * b.width;
-        which[m] = b.aux + (r - r0) * b.width;
+        rows[m] = b.results + (r - r0) * b.width;
+        which[m] = b.winners + (r - r0) * b.width;
         rowflat[m] = uint32_t(fplane + r * c.pitch[2]);
       });
       if (count == 0) {
@@ -366,11 +366,11 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
       }
       indexed_row<T, L>(rows, which, rowflat, count, ow, geo.last, ix, yrow, ys, c.indices,
                         irow);
-      for (int64_t o : hollow) store_index(c.indices, irow + o * is, c.empty_index);
+      for (int64_t o : empty_columns) store_index(c.indices, irow + o * is, c.empty_index);
     }
   };
   separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first, [&] { return second; },
-                             true, kFirstAsks<Raw>);
+                             BlockOptions{true, kFirstPassPrefetches<Raw>});
 }
 
 template <class T>
@@ -410,7 +410,7 @@ void max_pool_separable(const MaxPoolCall& c) {
       Raw* yrow = c.y.template at<Raw>(yplane + oy * c.y.strides[2]);
       const Raw* rows[kMostRegisterOffsets];
       const int64_t count = geo.each_window_row(
-          oy, [&](int64_t m, int64_t r) { rows[m] = b.h + (r - r0) * b.width; });
+          oy, [&](int64_t m, int64_t r) { rows[m] = b.results + (r - r0) * b.width; });
       if (count == 0) {
         for (int64_t o = 0; o < ow; ++o) store(yrow + o * ys, empty);
         continue;
@@ -422,7 +422,8 @@ void max_pool_separable(const MaxPoolCall& c) {
     }
   };
   separable_blocks<Raw, Raw>(c.x, c.y, geo, c.threads, work, first,
-                             [&] { return second; }, false, kFirstAsks<Raw>);
+                             [&] { return second; },
+                             BlockOptions{false, kFirstPassPrefetches<Raw>});
 }
 
 }  // namespace dmlops
