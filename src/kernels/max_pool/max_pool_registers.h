@@ -150,17 +150,10 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   // indices add up modulo 2^32 (every flat index fits, so the sum is exact)
   U lane_pitch{};
   for (int i = 0; i < L; ++i) lane_pitch[i] = uint32_t(i * s) * uint32_t(c.pitch[last]);
-  // outputs o.. flat indices (narrow) into the indices, as one vector where packed
+  // outputs o.. flat indices (narrow) into the indices
   auto store_flat = [&](int64_t o, U flat) {
     const int64_t is = c.indices.strides[last];
-    if (is == 1 && element_size(c.indices.dtype) == 4) {
-      store_vec(c.indices.template at<uint32_t>(ioff + o), flat);
-    } else if (is == 1) {
-      uint64_t* out = c.indices.template at<uint64_t>(ioff + o);
-      for (int i = 0; i < L; ++i) out[i] = flat[i];
-    } else {
-      for (int i = 0; i < L; ++i) store_index(c.indices, ioff + (o + i) * is, uint64_t(flat[i]));
-    }
+    store_index_lanes<L>(c.indices, ioff + o * is, is, flat);
   };
   // whole vectors from va; the last one ends at vb, overlapping the one before it where
   // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
@@ -205,13 +198,7 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
     if constexpr (kFast) {
       if (any_lane(unordered)) return false;
     }
-    if (c.y.data != nullptr) {
-      if (ys == 1) {
-        store_vec(c.y.template at<Raw>(yoff + o), best);
-      } else {
-        for (int i = 0; i < L; ++i) store(c.y.template at<Raw>(yoff + (o + i) * ys), best[i]);
-      }
-    }
+    if (c.y.data != nullptr) store_lanes<Raw, L>(c.y.template at<Raw>(yoff + o * ys), ys, best);
     if (kIndices && narrow) {
       store_flat(o, number + lane_pitch + uint32_t(c0) * uint32_t(c.pitch[last]));
     } else if (kIndices) {

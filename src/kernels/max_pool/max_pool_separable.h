@@ -214,6 +214,7 @@ inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, 
                          typename MaxKey<T>::Raw* y, int64_t ys) {
   using Lanes = MaxLanes<T, L>;
   using V = typename Lanes::V;
+  using Raw = typename Lanes::Raw;
   if (kRows > 0) n = kRows;
   V best = load_vec<V>(rows[0] + o);
   for (int64_t m = 1; m < n; ++m) {
@@ -223,11 +224,7 @@ inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, 
     else
       best = Lanes::better(v, best) ? v : best;
   }
-  if (ys == 1) {
-    store_vec(y + o, best);
-  } else {
-    for (int i = 0; i < L; ++i) store(y + (o + i) * ys, best[i]);
-  }
+  store_lanes<Raw, L>(y + o * ys, ys, best);
 }
 
 // A row of ow outputs in vectors of kBytes, the last overlapping the one before.
@@ -280,7 +277,6 @@ void indexed_row(const typename MaxKey<T>::Raw* const* rows, const uint32_t* con
   using V = typename Lanes::V;
   using U = Vec<uint32_t, L>;
   const int64_t is = indices.strides[3];
-  const bool wide = element_size(indices.dtype) == 8;
   U lane_col{};
   for (int i = 0; i < L; ++i) lane_col[i] = uint32_t(i * dl.stride) * ix.col;
   auto column = [&](int64_t o) { return uint32_t(o * dl.stride - dl.start) * ix.col; };
@@ -293,19 +289,9 @@ void indexed_row(const typename MaxKey<T>::Raw* const* rows, const uint32_t* con
       best = t ? v : best;
       flat = widen_mask(t) ? load_vec<U>(which[m] + o) + rowflat[m] : flat;
     }
-    if (y != nullptr) {
-      if (ys == 1) {
-        store_vec(y + o, best);
-      } else {
-        for (int i = 0; i < L; ++i) store(y + (o + i) * ys, best[i]);
-      }
-    }
+    if (y != nullptr) store_lanes<Raw, L>(y + o * ys, ys, best);
     flat += lane_col + column(o);
-    if (is == 1 && !wide) {
-      store_vec(indices.template at<uint32_t>(ioff + o), flat);
-    } else {
-      for (int i = 0; i < L; ++i) store_index(indices, ioff + (o + i) * is, flat[i]);
-    }
+    store_index_lanes<L>(indices, ioff + o * is, is, flat);
   };
   auto one = [&](int64_t o) {
     Raw best = rows[0][o];
