@@ -2,6 +2,7 @@
 // dimension by a closed formula (never by re-reading padded output).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "common/tensor.h"
 
@@ -43,6 +44,28 @@ inline int64_t pad_source(int mode, int64_t n, int64_t x) {
 }
 
 void padding(const PadCall& call);
+
+// A run of one dimension's outputs [at, at + len) whose sources are src + k * step (step -1,
+// 0 or 1; src < 0: CONSTANT's padding throughout): a copy, a reversed copy or a fill each.
+struct PadRun {
+  int64_t at, len, src, step;
+};
+
+// The outputs [a, b) of a dimension, whose sources `map` gives (pad_source), as runs.
+void cut_pad_runs(const int64_t* map, int64_t a, int64_t b, std::vector<PadRun>* runs);
+
+// What padding_rows works out once per call (padding.cpp, for every element type): each
+// dimension's source map, the runs of the last dimension's paddings, the copied middle
+// [mid_lo, mid_hi), and for the second-to-last dimension each output's first output with
+// the same source (a row whose source row was written before is copied from it).
+struct PadRowPlan {
+  std::vector<int64_t> maps;      // every dimension's map, one after the other
+  const int64_t* map_of[kMaxRank];
+  std::vector<int64_t> first_use;
+  std::vector<PadRun> runs;
+  int64_t mid_lo, mid_hi;
+};
+void plan_pad_rows(const PadCall& c, PadRowPlan* plan);
 
 // PADDING_GRAD (SPEC 3.10): every element of dx sums, from +0.0, the dy of every output that
 // copies it, in ascending flat output order (CONSTANT's padding adds nothing), in float32

@@ -18,16 +18,10 @@ namespace dmlops {
 
 namespace {
 
-// A stretch of consecutive outputs of the last dimension whose sources step by `step` (+1
-// inside and in mirrored or wrapped copies, -1 in mirrored ones, 0 in EDGE's pads).
-struct Run {
-  int64_t out, count, source, step;
-};
-
 struct Plan {
   int rank, split;
   std::vector<std::vector<int64_t>> source;  // per dimension, per output: -1 for none
-  std::vector<Run> runs;                     // the last dimension's outputs, by runs
+  std::vector<PadRun> runs;                  // the last dimension's outputs, by runs
   int64_t pitch[kMaxRank];                   // the accumulator's (dx's sizes, row-major)
 };
 
@@ -51,18 +45,7 @@ Plan plan_of(const PadGradCall& c) {
   for (int d = 1; d < p.rank; ++d)
     if (c.dx.sizes[d] > c.dx.sizes[p.split]) p.split = d;
   const auto& last = p.source[size_t(p.rank - 1)];
-  for (int64_t o = 0; o < int64_t(last.size());) {
-    int64_t src = last[size_t(o)], n = 1;
-    if (src < 0) {
-      ++o;
-      continue;
-    }
-    int64_t step = o + 1 < int64_t(last.size()) && last[size_t(o + 1)] >= 0 ? last[size_t(o + 1)] - src : 1;
-    if (step < -1 || step > 1) step = 1;
-    while (o + n < int64_t(last.size()) && last[size_t(o + n)] == src + n * step) ++n;
-    p.runs.push_back({o, n, src, step});
-    o += n;
-  }
+  cut_pad_runs(last.data(), 0, int64_t(last.size()), &p.runs);
   return p;
 }
 
@@ -96,13 +79,14 @@ struct Scatter {
     }
     // runs: each a loop of distinct targets (or one target, in order), so the order of the
     // additions into every element stays the outputs'
-    for (const Run& r : p.runs) {
-      const T* in = dy + r.out * step;
-      A* to_first = a + r.source;
+    for (const PadRun& r : p.runs) {
+      if (r.src < 0) continue;  // (CONSTANT's padding adds nothing)
+      const T* in = dy + r.at * step;
+      A* to_first = a + r.src;
       if (r.step == 1 && step == 1) {
-        for (int64_t k = 0; k < r.count; ++k) to_first[k] += widen<A>(in[k]);
+        for (int64_t k = 0; k < r.len; ++k) to_first[k] += widen<A>(in[k]);
       } else {
-        for (int64_t k = 0; k < r.count; ++k) to_first[k * r.step] += widen<A>(in[k * step]);
+        for (int64_t k = 0; k < r.len; ++k) to_first[k * r.step] += widen<A>(in[k * step]);
       }
     }
   }

@@ -7,6 +7,7 @@
 // A row whose source lies in CONSTANT's padding is filled with the value; a row whose source
 // row an earlier row of the same plane (and the same share of the work) had is copied from it.
 // Outputs much larger than the caches are streamed a row at a time. Precondition: none.
+// What does not depend on the element type is planned once per call (plan_pad_rows).
 #pragma once
 #include <cstdlib>
 #include <new>
@@ -18,60 +19,46 @@
 
 namespace dmlops {
 
+// One output row y (element stride ys) from its source row x (stride xs): the paddings'
+// runs, then the input's part copied straight.
+template <class T>
+inline void pad_row(const PadRowPlan& p, const T* x, int64_t xs, T* y, int64_t ys, T value,
+                    int64_t lead) {
+  for (const PadRun& u : p.runs) {
+    T* to = y + u.at * ys;
+    if (u.src < 0) {
+      for (int64_t k = 0; k < u.len; ++k) to[k * ys] = value;
+    } else if (u.step == 0) {
+      const T v = x[u.src * xs];
+      for (int64_t k = 0; k < u.len; ++k) to[k * ys] = v;
+    } else if (xs == 1 && ys == 1) {
+      const T* from = x + u.src;
+      if (u.step == 1) {
+        for (int64_t k = 0; k < u.len; ++k) to[k] = from[k];
+      } else {
+        for (int64_t k = 0; k < u.len; ++k) to[k] = from[-k];
+      }
+    } else {
+      const int64_t fs = u.step * xs;
+      for (int64_t k = 0; k < u.len; ++k) to[k * ys] = x[u.src * xs + k * fs];
+    }
+  }
+  if (xs == 1 && ys == 1) {
+    for (int64_t i = p.mid_lo; i < p.mid_hi; ++i) y[i] = x[i - lead];
+  } else {
+    for (int64_t i = p.mid_lo; i < p.mid_hi; ++i) y[i * ys] = x[(i - lead) * xs];
+  }
+}
+
 template <class T>
 void padding_rows(const PadCall& c) {
-  const int rank = c.y.rank, last = rank - 1;
-  const int64_t out = c.y.sizes[last], n = c.x.sizes[last], lead = c.start[last];
+  const int rank = c.y.rank, last = rank - 1, second = last - 1;
+  const int64_t out = c.y.sizes[last], lead = c.start[last];
   const T value = T(c.value);
-  // the source of each output coordinate, per dimension (-1: CONSTANT's padding)
-  int64_t total = 0;
-  for (int d = 0; d < rank; ++d) total += c.y.sizes[d];
-  int64_t* maps = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * size_t(total)));
-  if (maps == nullptr) throw std::bad_alloc();
-  int64_t* map_of[kMaxRank];
-  for (int d = 0, at = 0; d < rank; at += int(c.y.sizes[d]), ++d) {
-    map_of[d] = maps + at;
-    for (int64_t o = 0; o < c.y.sizes[d]; ++o)
-      map_of[d][o] = pad_source(c.mode, c.x.sizes[d], o - c.start[d]);
-  }
-  // the first output coordinate of the second-to-last dimension with the same source (so
-  // its row, once written, can be copied: with padding wider than the input, most rows
-  // repeat one written before)
-  const int second = last - 1;
-  std::vector<int64_t> first_use;
-  if (second >= 0) {
-    std::vector<int64_t> seen(size_t(c.x.sizes[second]) + 1, -1);  // by source + 1
-    for (int64_t o = 0; o < c.y.sizes[second]; ++o) {
-      int64_t& at = seen[size_t(map_of[second][o] + 1)];
-      if (at < 0) at = o;
-      first_use.push_back(at);
-    }
-  }
+  PadRowPlan p;
+  plan_pad_rows(c, &p);
   const int64_t rows = c.y.count() / out;
-  const int64_t mid_lo = lead < out ? lead : out;
-  const int64_t mid_hi = lead + n < out ? lead + n : out;
   const int64_t xs = c.x.strides[last], ys = c.y.strides[last];
-  // the paddings' runs: outputs [at, at + len) from sources src + k * step (src < 0: value)
-  struct Run {
-    int64_t at, len, src, step;
-  };
-  std::vector<Run> runs;
-  auto cut = [&](int64_t a, int64_t b) {
-    for (int64_t i = a; i < b;) {
-      const int64_t src = map_of[last][i];
-      int64_t step = 0;
-      if (src >= 0 && i + 1 < b && map_of[last][i + 1] >= 0) step = map_of[last][i + 1] - src;
-      if (step < -1 || step > 1) step = 0;
-      int64_t len = 1;
-      while (i + len < b && (src < 0 ? map_of[last][i + len] < 0
-                                     : map_of[last][i + len] == src + len * step))
-        ++len;
-      runs.push_back(Run{i, len, src, step});
-      i += len;
-    }
-  };
-  cut(0, mid_lo);
-  cut(mid_hi > mid_lo ? mid_hi : mid_lo, out);
   // an output much larger than the caches with packed rows long enough: each row made in
   // scratch and streamed to memory (common/stream.h), its lines not read first (README
   // "Streamed rows")
@@ -94,14 +81,14 @@ void padding_rows(const PadCall& c) {
       int64_t xoff = 0, yoff = 0;
       bool outside = false;
       for (int d = 0; d < last; ++d) {
-        const int64_t src = map_of[d][o[d]];
+        const int64_t src = p.map_of[d][o[d]];
         outside = outside || src < 0;
         xoff += src * c.x.strides[d];
         yoff += o[d] * c.y.strides[d];
       }
       T* const yrow = c.y.template at<T>(yoff);
       T* y = stream ? stage : yrow;
-      const int64_t before = second >= 0 ? o[second] - first_use[o[second]] : 0;
+      const int64_t before = second >= 0 ? o[second] - p.first_use[size_t(o[second])] : 0;
       if (before > 0 && r - before >= lo) {  // written by this share already: copied
         const T* from = yrow - before * c.y.strides[second];
         if (stream) {
@@ -113,40 +100,14 @@ void padding_rows(const PadCall& c) {
       }
       if (outside) {
         for (int64_t i = 0; i < out; ++i) y[i * ys] = value;
-        if (stream) stream_copy(yrow, stage, out * int64_t(sizeof(T)));
-        continue;
-      }
-      const T* x = c.x.template at<T>(xoff);
-      for (const Run& u : runs) {
-        T* to = y + u.at * ys;
-        if (u.src < 0) {
-          for (int64_t k = 0; k < u.len; ++k) to[k * ys] = value;
-        } else if (u.step == 0) {
-          const T v = x[u.src * xs];
-          for (int64_t k = 0; k < u.len; ++k) to[k * ys] = v;
-        } else if (xs == 1 && ys == 1) {
-          const T* from = x + u.src;
-          if (u.step == 1) {
-            for (int64_t k = 0; k < u.len; ++k) to[k] = from[k];
-          } else {
-            for (int64_t k = 0; k < u.len; ++k) to[k] = from[-k];
-          }
-        } else {
-          const int64_t fs = u.step * xs;
-          for (int64_t k = 0; k < u.len; ++k) to[k * ys] = x[u.src * xs + k * fs];
-        }
-      }
-      if (xs == 1 && ys == 1) {
-        for (int64_t i = mid_lo; i < mid_hi; ++i) y[i] = x[i - lead];
       } else {
-        for (int64_t i = mid_lo; i < mid_hi; ++i) y[i * ys] = x[(i - lead) * xs];
+        pad_row<T>(p, c.x.template at<T>(xoff), xs, y, ys, value, lead);
       }
       if (stream) stream_copy(yrow, stage, out * int64_t(sizeof(T)));
     }
     if (stream) stream_fence();
     std::free(stage);
   });
-  std::free(maps);
 }
 
 }  // namespace dmlops
