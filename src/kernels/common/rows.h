@@ -98,27 +98,28 @@ class RowGeometry {
     reach_ = offsets_reaching(last_, ow_);
     int64_t offsets = reach_.hi - reach_.lo;
     tabulated_ = offsets <= kMostTabulatedOffsets;
-    spans_ = static_cast<Span*>(std::malloc(
-        sizeof(Span) * size_t(2 * (total + ow_) + (tabulated_ ? offsets : 0) + 1)));
-    if (spans_ == nullptr) throw std::bad_alloc();
-    Span* at = spans_;
+    positions_ = static_cast<OutputPosition*>(
+        std::malloc(sizeof(OutputPosition) * size_t(total + ow_) +
+                    sizeof(Span) * size_t((tabulated_ ? offsets : 0) + 1)));
+    if (positions_ == nullptr) throw std::bad_alloc();
+    OutputPosition* at = positions_;
     auto positions = [&](const Dim& d, int64_t n) {
-      Span* first = at;
-      for (int64_t o = 0; o < n; ++o) {
-        *at++ = real_offsets(d, o);
-        *at++ = Span{divisor_factor(d, o, false), divisor_factor(d, o, true)};
-      }
+      OutputPosition* first = at;
+      for (int64_t o = 0; o < n; ++o)
+        *at++ = OutputPosition{real_offsets(d, o), divisor_factor(d, o, false),
+                               divisor_factor(d, o, true)};
       return first;
     };
     for (int i = 0; i < lead_; ++i)
       lead_pos_[i] = positions(dim_of(w, i, x.sizes[i + 2]), y.sizes[i + 2]);
     last_pos_ = positions(last_, ow_);
-    last_spans_ = at;
+    last_spans_ = reinterpret_cast<Span*>(at);
     if (tabulated_)
-      for (int64_t j = reach_.lo; j < reach_.hi; ++j) *at++ = real_outputs(last_, j, ow_);
+      for (int64_t j = reach_.lo; j < reach_.hi; ++j)
+        last_spans_[j - reach_.lo] = real_outputs(last_, j, ow_);
     interior_ = Span{real_outputs(last_, 0, ow_).lo, real_outputs(last_, last_.window - 1, ow_).hi};
   }
-  ~RowGeometry() { std::free(spans_); }
+  ~RowGeometry() { std::free(positions_); }
   RowGeometry(const RowGeometry&) = delete;
   RowGeometry& operator=(const RowGeometry&) = delete;
 
@@ -129,12 +130,12 @@ class RowGeometry {
 
   // The divisor's factors of output position o in leading dimension i, or the last: the
   // number of real offsets, and of real and padding ones (SPEC 3.1).
-  int64_t lead_real(int i, int64_t o) const { return lead_pos_[i][2 * o + 1].lo; }
-  int64_t lead_padded(int i, int64_t o) const { return lead_pos_[i][2 * o + 1].hi; }
-  int64_t last_real(int64_t o) const { return last_pos_[2 * o + 1].lo; }
+  int64_t lead_real(int i, int64_t o) const { return lead_pos_[i][o].real; }
+  int64_t lead_padded(int i, int64_t o) const { return lead_pos_[i][o].padded; }
+  int64_t last_real(int64_t o) const { return last_pos_[o].real; }
   // The real offsets of output o of the last dimension.
-  Span last_offsets(int64_t o) const { return last_pos_[2 * o]; }
-  int64_t last_padded(int64_t o) const { return last_pos_[2 * o + 1].hi; }
+  Span last_offsets(int64_t o) const { return last_pos_[o].offsets; }
+  int64_t last_padded(int64_t o) const { return last_pos_[o].padded; }
 
   // Visits every window offset of the spatial dimensions but the last that reads a real
   // element for the row `t`, in row-major order: fn(xoff, foff) with the element offset into
@@ -147,7 +148,7 @@ class RowGeometry {
     int64_t xoff = t.o[0] * x_.strides[0] + t.o[1] * x_.strides[1];
     int64_t foff = t.o[0] * pitch[0] + t.o[1] * pitch[1];
     for (int i = 0; i < lead_; ++i) {
-      spans[i] = lead_pos_[i][2 * t.o[i + 2]];
+      spans[i] = lead_pos_[i][t.o[i + 2]].offsets;
       if (spans[i].hi <= spans[i].lo) return false;
       j[i] = spans[i].lo;
       const int64_t xi = t.o[i + 2] * w_.stride[i] + j[i] * w_.dilation[i] - w_.start[i];
@@ -200,7 +201,7 @@ class RowGeometry {
       }
       for (int i = 0; i < lead_; ++i) {
         const int64_t now = t.o[i + 2], was = kept.o[i + 2];
-        const Span a = lead_pos_[i][2 * now], b = lead_pos_[i][2 * was];
+        const Span a = lead_pos_[i][now].offsets, b = lead_pos_[i][was].offsets;
         same = same && a.lo == b.lo && a.hi == b.hi;
         kept.o[i + 2] = now;
         dx += (now - was) * w_.stride[i] * x_.strides[i + 2];
@@ -266,10 +267,16 @@ class RowGeometry {
   int64_t ow_;
   Span reach_, interior_;
   bool tabulated_;
-  Span* spans_;
-  Span* lead_pos_[kMaxSpatial] = {};  // per output position: real offsets, divisor factors
-  Span* last_pos_;
-  Span* last_spans_;
+  // what the walk knows of one output position of a dimension: its real window offsets and
+  // its divisor's factors (SPEC 3.1: the real offsets, and the real and padding ones)
+  struct OutputPosition {
+    Span offsets;
+    int64_t real, padded;
+  };
+  OutputPosition* positions_;             // every dimension's, then the last's spans
+  OutputPosition* lead_pos_[kMaxSpatial] = {};
+  OutputPosition* last_pos_;
+  Span* last_spans_;                      // per offset of the last dimension: its real outputs
 };
 
 }  // namespace dmlops
