@@ -89,17 +89,17 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
 // overlapping the one before where vb - va is no multiple of L (those outputs are summed
 // twice, to the same bits).
 // kW: the window's width along the row, its dilation 1, where known when compiled (0: read
-// from dl), see sum_pool_registers_step.
+// from last_dim), see sum_pool_registers_step.
 template <class T, class A, int kLanes, int kStep, int kW>
-void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
+void sum_pool_registers_by(const Dim& last_dim, const T* const* xrows, int64_t rows, int64_t va,
                            int64_t vb, A* sums, int64_t first) {
   using Lanes = SumLanes<T, A, kLanes>;
   using Raw = typename Lanes::Raw;
   using VA = typename Lanes::VA;
   constexpr int L = Lanes::L;
   const Raw* const* x = reinterpret_cast<const Raw* const*>(xrows);
-  const int64_t s = kStep, w = kW != 0 ? kW : dl.window, d = kW != 0 ? 1 : dl.dilation;
-  const int64_t in = dl.in;
+  const int64_t s = kStep, w = kW != 0 ? kW : last_dim.window, d = kW != 0 ? 1 : last_dim.dilation;
+  const int64_t in = last_dim.in;
   auto load = [&](const Raw* row, int64_t at) {
     return Lanes::widen_lanes(load_row<Raw, L, kStep>(row, at, in));
   };
@@ -135,7 +135,7 @@ void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, i
   };
   int64_t o = va;
   for (; o + 2 * L <= vb; o += 2 * L) {
-    const int64_t c0 = o * s - dl.start, c1 = c0 + L * s;
+    const int64_t c0 = o * s - last_dim.start, c1 = c0 + L * s;
     VA sum0{}, sum1{};
     for (int64_t m = 0; m < rows; ++m) {
       add_row(sum0, x[m], c0);
@@ -146,7 +146,7 @@ void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, i
   }
   if (o < vb && o + L > vb) o = vb - L;
   for (; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
-    const int64_t c0 = o * s - dl.start;
+    const int64_t c0 = o * s - last_dim.start;
     VA sum{};
     for (int64_t m = 0; m < rows; ++m) add_row(sum, x[m], c0);
     store_vec(sums + (o - first), sum);
@@ -159,17 +159,17 @@ void sum_pool_registers_by(const Dim& dl, const T* const* xrows, int64_t rows, i
 // addresses stay in general registers instead of spilling to vector ones (README "Known
 // widths").
 template <class T, class A, int L, int kStep>
-void sum_pool_registers_step(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
+void sum_pool_registers_step(const Dim& last_dim, const T* const* xrows, int64_t rows, int64_t va,
                              int64_t vb, A* sums, int64_t first) {
   if constexpr (L == SumLanes<T, A>::L) {
-    if (dl.window == 3 && dl.dilation == 1)
-      return sum_pool_registers_by<T, A, L, kStep, 3>(dl, xrows, rows, va, vb, sums, first);
-    if (kStep == 2 && dl.window == 2 && dl.dilation == 1)
-      return sum_pool_registers_by<T, A, L, kStep, 2>(dl, xrows, rows, va, vb, sums, first);
-    if (kStep == 1 && dl.window == 1)
-      return sum_pool_registers_by<T, A, L, kStep, 1>(dl, xrows, rows, va, vb, sums, first);
+    if (last_dim.window == 3 && last_dim.dilation == 1)
+      return sum_pool_registers_by<T, A, L, kStep, 3>(last_dim, xrows, rows, va, vb, sums, first);
+    if (kStep == 2 && last_dim.window == 2 && last_dim.dilation == 1)
+      return sum_pool_registers_by<T, A, L, kStep, 2>(last_dim, xrows, rows, va, vb, sums, first);
+    if (kStep == 1 && last_dim.window == 1)
+      return sum_pool_registers_by<T, A, L, kStep, 1>(last_dim, xrows, rows, va, vb, sums, first);
   }
-  sum_pool_registers_by<T, A, L, kStep, 0>(dl, xrows, rows, va, vb, sums, first);
+  sum_pool_registers_by<T, A, L, kStep, 0>(last_dim, xrows, rows, va, vb, sums, first);
 }
 
 // The interior outputs [va, vb) of one row by the widest registers that at least one
@@ -177,17 +177,17 @@ void sum_pool_registers_step(const Dim& dl, const T* const* xrows, int64_t rows,
 // row is short, so that a 28-wide row's 13 interior outputs do not go one at a time with
 // AVX-512's 16 lanes; README "Narrow registers"); false where there are too few for any.
 template <class T, class A, int L = SumLanes<T, A>::L>
-bool sum_pool_registers(const Dim& dl, const T* const* xrows, int64_t rows, int64_t va,
+bool sum_pool_registers(const Dim& last_dim, const T* const* xrows, int64_t rows, int64_t va,
                         int64_t vb, A* sums, int64_t first) {
   if (vb - va >= L) {
-    if (dl.stride == 1)
-      sum_pool_registers_step<T, A, L, 1>(dl, xrows, rows, va, vb, sums, first);
+    if (last_dim.stride == 1)
+      sum_pool_registers_step<T, A, L, 1>(last_dim, xrows, rows, va, vb, sums, first);
     else
-      sum_pool_registers_step<T, A, L, 2>(dl, xrows, rows, va, vb, sums, first);
+      sum_pool_registers_step<T, A, L, 2>(last_dim, xrows, rows, va, vb, sums, first);
     return true;
   }
   if constexpr (SumLanes<T, A, L / 2>::kNarrowFits)
-    return sum_pool_registers<T, A, L / 2>(dl, xrows, rows, va, vb, sums, first);
+    return sum_pool_registers<T, A, L / 2>(last_dim, xrows, rows, va, vb, sums, first);
   return false;
 }
 
@@ -196,14 +196,14 @@ template <class T, class A>
 void sum_pool_row_outputs(const SumPoolCall& c, const RowGeometry& geo, const int64_t* xoffs,
                           int64_t rows, int64_t a, int64_t b, A* sums, int64_t first) {
   const int last = c.x.rank - 1;
-  const Dim& dl = geo.last();
+  const Dim& last_dim = geo.last();
   const int64_t xs = c.x.strides[last];
   for (int64_t o = a; o < b; ++o) {
     const Span js = geo.last_offsets(o);
     A sum = A(0);
     for (int64_t m = 0; m < rows; ++m)
       for (int64_t j = js.lo; j < js.hi; ++j)
-        sum += widen<A>(load(c.x.template at<T>(xoffs[m] + input_coord(dl, o, j) * xs)));
+        sum += widen<A>(load(c.x.template at<T>(xoffs[m] + input_coord(last_dim, o, j) * xs)));
     sums[o - first] = sum;
   }
 }

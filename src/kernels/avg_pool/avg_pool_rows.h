@@ -123,17 +123,17 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
   const int64_t tiles = (ow + kRowTile - 1) / kRowTile;
   const int64_t items = c.y.count() / ow * tiles;
   const RowGeometry geo(c.x, c.y, c.w);
-  const Dim& dl = geo.last();
+  const Dim& last_dim = geo.last();
   const int64_t no_pitch[kMaxRank] = {};
   const bool registers = SumLanes<T, A>::kFits && c.x.strides[last] == 1 &&
-                         (dl.stride == 1 || dl.stride == 2);
+                         (last_dim.stride == 1 || last_dim.stride == 2);
   // each output row's window moves on by `step` elements along the next dimension up; its
   // rows are asked for ahead where the last dimension's window is wider than 1 (where it is
   // 1, channels-last data recast, the same slowed 10a and 10b: their rows are pixels, each
   // read by several output rows, which the hardware already fetches in time)
   const int64_t step = k >= 2 ? c.w.stride[k - 2] * c.x.strides[last - 1] : 0;
   const int64_t run_step = k >= 2 ? c.w.dilation[k - 2] * c.x.strides[last - 1] : 0;
-  const bool ahead = dl.window > 1 && step > 0;
+  const bool ahead = last_dim.window > 1 && step > 0;
   double volume = 1;
   for (int i = 0; i < k; ++i) volume *= double(c.w.size[i]);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
@@ -171,7 +171,7 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
         int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;
         bool done = false;
         if constexpr (SumLanes<T, A>::kFits)
-          done = va < vb && sum_pool_registers<T, A>(dl, xrows, rows, va, vb, s->acc, t.t0);
+          done = va < vb && sum_pool_registers<T, A>(last_dim, xrows, rows, va, vb, s->acc, t.t0);
         if (!done) va = vb = t.t0;
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, s->acc, t.t0);
@@ -184,11 +184,11 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
         geo.for_each_last_window(
             t.t0, t.t1,
             [&](int64_t a, int64_t b, int64_t x0) {
-              s->whole(a - t.t0, b - a, dl.window, c.x.template at<T>(xoff + x0 * xs),
-                       dl.stride * xs, dl.dilation * xs);
+              s->whole(a - t.t0, b - a, last_dim.window, c.x.template at<T>(xoff + x0 * xs),
+                       last_dim.stride * xs, last_dim.dilation * xs);
             },
             [&](int64_t a, int64_t b, int64_t x0) {
-              s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * xs), dl.stride * xs);
+              s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * xs), last_dim.stride * xs);
             });
       });
       finish(t.o, yoff, t.t0, n, s->acc, counts);

@@ -30,12 +30,12 @@ void row_sums(const Block<T, A>& b, const SeparableGeometry& geo, int64_t ow) {
   using Lanes = SumLanes<T, A>;
   using VA = typename Lanes::VA;
   constexpr int L = Lanes::L;
-  const Dim& dl = geo.last;
-  const int64_t len = flat_length(b, dl);
-  const bool flat = for_each_flat_vector<L>(b, dl, [&](int64_t g, int64_t at) {
+  const Dim& last_dim = geo.last;
+  const int64_t len = flat_length(b, last_dim);
+  const bool flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
     VA sum{};
-    for (int64_t j = 0; j < dl.window; ++j)
-      sum += Lanes::widen_lanes(load_row<T, L, kStep>(b.x, at + j * dl.dilation, len));
+    for (int64_t j = 0; j < last_dim.window; ++j)
+      sum += Lanes::widen_lanes(load_row<T, L, kStep>(b.x, at + j * last_dim.dilation, len));
     store_vec(b.results + g, sum);
   });
   auto column = [](const T* row, const int64_t* at, int64_t count, int64_t) {

@@ -131,10 +131,11 @@ struct BlockOptions {
 
 // The flat positions g of a block whose window lies in it, whole: [ga, gb).
 template <class X, class H>
-inline Span flat_range(const Block<X, H>& b, const Dim& dl) {
-  const int64_t s = dl.stride, len = flat_length(b, dl);
-  const int64_t ga = dl.start > 0 ? (dl.start + s - 1) / s : 0;
-  const int64_t top = len - 1 + dl.start - (dl.window - 1) * dl.dilation;  // g * s <= top
+inline Span flat_range(const Block<X, H>& b, const Dim& last_dim) {
+  const int64_t s = last_dim.stride, len = flat_length(b, last_dim);
+  const int64_t ga = last_dim.start > 0 ? (last_dim.start + s - 1) / s : 0;
+  // g * s <= top
+  const int64_t top = len - 1 + last_dim.start - (last_dim.window - 1) * last_dim.dilation;
   int64_t gb = top >= 0 ? top / s + 1 : 0;
   if (gb > b.rows * b.width) gb = b.rows * b.width;
   return Span{ga, gb};
@@ -144,17 +145,17 @@ inline Span flat_range(const Block<X, H>& b, const Dim& dl) {
 // overlapping the ones before: computed twice, to the same bits), `at` the input position of
 // g's offset 0 from the block's start; false where there are fewer than L of them.
 template <int L, class X, class H, class F>
-bool for_each_flat_vector(const Block<X, H>& b, const Dim& dl, F&& fn) {
-  const Span flat = flat_range(b, dl);
+bool for_each_flat_vector(const Block<X, H>& b, const Dim& last_dim, F&& fn) {
+  const Span flat = flat_range(b, last_dim);
   if (flat.hi - flat.lo < L) return false;
-  sweep<L>(flat.lo, flat.hi, [&](int64_t g) { fn(g, g * dl.stride - dl.start); },
+  sweep<L>(flat.lo, flat.hi, [&](int64_t g) { fn(g, g * last_dim.stride - last_dim.start); },
            [](int64_t) {});
   return true;
 }
 
 // The block's length as one flat row: its rows but the last whole, then the last row.
-template <class X, class H> inline int64_t flat_length(const Block<X, H>& b, const Dim& dl) {
-  return (b.rows - 1) * b.pitch + dl.in;
+template <class X, class H> inline int64_t flat_length(const Block<X, H>& b, const Dim& last_dim) {
+  return (b.rows - 1) * b.pitch + last_dim.in;
 }
 
 // The first pass's columns that the flat vectors did not do right (`flat`: the flat pass
@@ -179,28 +180,28 @@ void each_column_left(const Block<X, H>& b, const SeparableGeometry& geo, int64_
 // Every plane of x (N, C, rows, last) in blocks of output rows (block_rows): first(block,
 // early) fills a block's results, then second(block, what first returned (false where it
 // returns nothing), first input row, output rows [b0, b1), y's plane offset, n, c, late)
-// makes the block's output rows, second being each task's make_second(). late.next() asks for the next piece of the next block's input (a piece per
-// output row): the second pass reads only the cache, and the memory would otherwise idle
-// until the next first pass stalls on it (blocks of equal size: with a short last block the
-// whole next plane would be asked for in a few pieces). Where `first_pass_prefetches`, the first half of that
-// input is early's instead, a cache line per early.next(), which the first pass asks for
-// once per register it makes: the core's fill buffers, which the second pass's requests
-// kept full while its work waited on them, then carry the requests during the first pass's
-// work too (the separable max pooling of 4- and 8-byte values; not of bytes, whose first
-// pass takes a line's worth per register or more and loses by it).
+// makes the block's output rows, second being each task's make_second(). late.next() asks for the
+// next piece of the next block's input (a piece per output row): the second pass reads only the
+// cache, and the memory would otherwise idle until the next first pass stalls on it (blocks of
+// equal size: with a short last block the whole next plane would be asked for in a few pieces).
+// Where `first_pass_prefetches`, the first half of that input is early's instead, a cache line per
+// early.next(), which the first pass asks for once per register it makes: the core's fill buffers,
+// which the second pass's requests kept full while its work waited on them, then carry the requests
+// during the first pass's work too (the separable max pooling of 4- and 8-byte values; not of
+// bytes, whose first pass takes a line's worth per register or more and loses by it).
 template <class X, class H, class First, class MakeSecond>
 void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry& geo,
                       int threads, double work, First&& first, MakeSecond&& make_second,
                       BlockOptions options = {}) {
-  const Dim &dr = geo.rows, &dl = geo.last;
+  const Dim &rows_dim = geo.rows, &last_dim = geo.last;
   const int64_t oh = y.sizes[2], planes = y.sizes[0] * y.sizes[1];
-  const int64_t pitch = x.strides[2], width = pitch / dl.stride;
-  const int64_t reach = (dr.window - 1) * dr.dilation + 1;
+  const int64_t pitch = x.strides[2], width = pitch / last_dim.stride;
+  const int64_t reach = (rows_dim.window - 1) * rows_dim.dilation + 1;
   const bool keep_winners = options.winners;
   const int64_t bytes = int64_t(sizeof(H)) + (keep_winners ? int64_t(sizeof(uint32_t)) : 0);
   const int64_t block = geo.block_rows(oh, width, bytes);
   const int64_t blocks = (oh + block - 1) / block;
-  const int64_t most_rows = (block - 1) * dr.stride + reach;
+  const int64_t most_rows = (block - 1) * rows_dim.stride + reach;
   parallel_for(planes * blocks, work, threads, [&](int64_t lo, int64_t hi) {
     // H's results first, the 32-bit ones after them from a 64-byte boundary
     const int64_t hbytes = (most_rows * width * int64_t(sizeof(H)) + 63) / 64 * 64;
@@ -235,7 +236,7 @@ void separable_blocks(const Tensor& x, const Tensor& y, const SeparableGeometry&
         nx = item_of(item + 1);
         if (nx.in.hi > nx.in.lo) {
           const int64_t next =
-              ((nx.in.hi - nx.in.lo - 1) * pitch + dl.in) * int64_t(sizeof(X));
+              ((nx.in.hi - nx.in.lo - 1) * pitch + last_dim.in) * int64_t(sizeof(X));
           const int64_t half =
               options.first_pass_prefetches ? next / 2 / kCacheLine * kCacheLine : 0;
           early = Prefetch(nx.x, half, half / kCacheLine);

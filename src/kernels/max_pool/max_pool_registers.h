@@ -4,9 +4,9 @@
 // through scratch. The comparison is SPEC 3.4's: strictly greater wins (the lowest index of
 // equal values, -0.0 against +0.0 included), a NaN wins over a number and the first NaN
 // sticks; FLOAT16 compares as integer keys (keys.h).
-// Precondition (registers_fit_call, register_row): the input's last dimension packed (stride 1), the window's
-// stride along it 1 or 2, at most kMostRegisterOffsets window rows for the row and at most 64
-// offsets along the last dimension; the outputs taken are the row's interior (every offset
+// Precondition (registers_fit_call, register_row): the input's last dimension packed (stride 1),
+// the window's stride along it 1 or 2, at most kMostRegisterOffsets window rows for the row and at
+// most 64 offsets along the last dimension; the outputs taken are the row's interior (every offset
 // real), at least L of them.
 #pragma once
 #include <limits>
@@ -79,9 +79,9 @@ inline bool narrow_indices(const MaxPoolCall& c) {
 }
 
 // kW: the window's width along the row (dilation 1) where known when compiled (0: read from
-// dl), see max_pool_registers.
+// last_dim), see max_pool_registers.
 template <class T, bool kIndices, int kLanes, int kStep, int kW>
-void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r,
+void max_pool_registers_by(const MaxPoolCall& c, const Dim& last_dim, const RegisterRow& r,
                            int64_t va, int64_t vb, int64_t yoff, int64_t ioff) {
   using Lanes = MaxLanes<T, kLanes>;
   using Raw = typename Lanes::Raw;
@@ -90,8 +90,8 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   constexpr int L = Lanes::L;
   const int last = c.x.rank - 1;
   const Raw* x = c.x.template at<Raw>(0);
-  const int64_t s = kStep, w = kW != 0 ? kW : dl.window, d = kW != 0 ? 1 : dl.dilation;
-  const int64_t in = dl.in, ys = c.y.strides[last];
+  const int64_t s = kStep, w = kW != 0 ? kW : last_dim.window, d = kW != 0 ? 1 : last_dim.dilation;
+  const int64_t in = last_dim.in, ys = c.y.strides[last];
   // narrow: a window row's winner is told by its flat index less the lane's (c0 + lane)
   // times the pitch, which is foff + j * d * pitch; else by j + 64 * m
   const bool narrow = kIndices && r.narrow;
@@ -160,7 +160,7 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
   // outputs o.. (ordered: false where a lane met a NaN, the outputs then not stored)
   auto outputs = [&](auto ordered, int64_t o) {
     constexpr bool kFast = decltype(ordered)::value;
-    const int64_t c0 = o * s - dl.start;  // input coordinate of lane 0 at offset 0
+    const int64_t c0 = o * s - last_dim.start;  // input coordinate of lane 0 at offset 0
     // each window row's best first, then the rows in order: the same winner as one offset
     // at a time (the first of the best), with shorter chains of dependent comparisons
     U number{};
@@ -226,14 +226,14 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& dl, const RegisterRo
 // its per-offset branches go (README "Registers"). A width of 3 would double the instances
 // for windows the separable path mostly takes.
 template <class T, bool kIndices, int kLanes>
-void max_pool_registers(const MaxPoolCall& c, const Dim& dl, const RegisterRow& r, int64_t va,
+void max_pool_registers(const MaxPoolCall& c, const Dim& last_dim, const RegisterRow& r, int64_t va,
                         int64_t vb, int64_t yoff, int64_t ioff) {
-  if (dl.stride == 1 && dl.window == 1)
-    return max_pool_registers_by<T, kIndices, kLanes, 1, 1>(c, dl, r, va, vb, yoff, ioff);
-  if (dl.stride == 1)
-    max_pool_registers_by<T, kIndices, kLanes, 1, 0>(c, dl, r, va, vb, yoff, ioff);
+  if (last_dim.stride == 1 && last_dim.window == 1)
+    return max_pool_registers_by<T, kIndices, kLanes, 1, 1>(c, last_dim, r, va, vb, yoff, ioff);
+  if (last_dim.stride == 1)
+    max_pool_registers_by<T, kIndices, kLanes, 1, 0>(c, last_dim, r, va, vb, yoff, ioff);
   else
-    max_pool_registers_by<T, kIndices, kLanes, 2, 0>(c, dl, r, va, vb, yoff, ioff);
+    max_pool_registers_by<T, kIndices, kLanes, 2, 0>(c, last_dim, r, va, vb, yoff, ioff);
 }
 
 // The outputs [a, b) of the same row one at a time (the register path's borders and
@@ -247,7 +247,7 @@ void max_pool_row_outputs(const MaxPoolCall& c, const RowGeometry& geo, const Re
   using K = MaxKey<T>;
   using Raw = typename K::Raw;
   const int last = c.x.rank - 1;
-  const Dim& dl = geo.last();
+  const Dim& last_dim = geo.last();
   const int64_t xs = c.x.strides[last], ps = c.pitch[last];
   const Raw* x = c.x.template at<Raw>(0);
   for (int64_t o = a; o < b; ++o) {
@@ -256,13 +256,13 @@ void max_pool_row_outputs(const MaxPoolCall& c, const RowGeometry& geo, const Re
     Raw value = bit_cast<Raw>(empty_value<T>());
     int64_t arg = 0;
     if (has) {
-      const int64_t x0 = input_coord(dl, o, js.lo);
+      const int64_t x0 = input_coord(last_dim, o, js.lo);
       int64_t won = r.xoff[0] + x0 * xs;
       arg = r.foff[0] + x0 * ps;
       typename K::Key best = K::key_raw(x[won]);
       for (int64_t m = 0; m < r.rows; ++m) {
         for (int64_t j = m == 0 ? js.lo + 1 : js.lo; j < js.hi; ++j) {
-          const int64_t xi = input_coord(dl, o, j), at = r.xoff[m] + xi * xs;
+          const int64_t xi = input_coord(last_dim, o, j), at = r.xoff[m] + xi * xs;
           const typename K::Key kv = K::key_raw(x[at]);
           const bool take = kv > best;
           best = take ? kv : best;

@@ -17,8 +17,9 @@ void max_pool_rows_any(const MaxPoolCall& c, RowPaths paths) {
 
 bool registers_fit_call(const MaxPoolCall& c) {
   const int last = c.x.rank - 1;
-  const Dim dl = dim_of(c.w, c.x.rank - 3, c.x.sizes[last]);  // (as RowGeometry::last)
-  return c.x.strides[last] == 1 && (dl.stride == 1 || dl.stride == 2) && dl.window <= 64;
+  const Dim last_dim = dim_of(c.w, c.x.rank - 3, c.x.sizes[last]);  // (as RowGeometry::last)
+  return c.x.strides[last] == 1 && (last_dim.stride == 1 || last_dim.stride == 2) &&
+         last_dim.window <= 64;
 }
 
 }  // namespace dmlops

@@ -119,7 +119,7 @@ void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
   const int64_t tiles = (ow + kRowTile - 1) / kRowTile;
   const int64_t items = c.y.count() / ow * tiles;
   const RowGeometry geo(c.x, c.y, c.w);
-  const Dim& dl = geo.last();
+  const Dim& last_dim = geo.last();
   double volume = 1;
   for (int i = 0; i < rank - 2; ++i) volume *= double(c.w.size[i]);
   const bool narrow = narrow_indices(c);
@@ -148,12 +148,12 @@ void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
         if constexpr (kWideFits) {
           done = fast.hi - fast.lo >= kWide;
           if (done)
-            max_pool_registers<T, kIndices, kWide>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+            max_pool_registers<T, kIndices, kWide>(c, last_dim, r, fast.lo, fast.hi, yoff, ioff);
         }
         if constexpr (kLanesFit) {
           if (!done) {
             fast = register_outputs(geo, task.t0, task.t1, kLanes);
-            max_pool_registers<T, kIndices, kLanes>(c, dl, r, fast.lo, fast.hi, yoff, ioff);
+            max_pool_registers<T, kIndices, kLanes>(c, last_dim, r, fast.lo, fast.hi, yoff, ioff);
             done = true;
           }
         }
@@ -175,13 +175,14 @@ void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
           geo.for_each_last_window(
               t0, t1,
               [&](int64_t a, int64_t b, int64_t x0) {
-                s->whole(a - t0, b - a, dl.window, c.x.template at<Raw>(xoff + x0 * xs),
-                         dl.stride * xs, dl.dilation * xs, foff + x0 * ps, dl.stride * ps,
-                         dl.dilation * ps);
+                s->whole(a - t0, b - a, last_dim.window, c.x.template at<Raw>(xoff + x0 * xs),
+                         last_dim.stride * xs, last_dim.dilation * xs, foff + x0 * ps,
+                         last_dim.stride * ps,
+                         last_dim.dilation * ps);
               },
               [&](int64_t a, int64_t b, int64_t x0) {
-                s->offset(a - t0, b - a, c.x.template at<Raw>(xoff + x0 * xs), dl.stride * xs,
-                          foff + x0 * ps, dl.stride * ps);
+                s->offset(a - t0, b - a, c.x.template at<Raw>(xoff + x0 * xs), last_dim.stride * xs,
+                          foff + x0 * ps, last_dim.stride * ps);
               });
         });
         const Raw empty = bit_cast<Raw>(empty_value<T>());

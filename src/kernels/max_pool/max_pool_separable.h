@@ -121,12 +121,12 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
   using U = Vec<uint32_t, L>;
   using M = typename Lanes::M;
   static_assert(!kOrdered || (std::is_floating_point_v<Raw> && !kIndices));
-  const Dim& dl = geo.last;
-  const int64_t w = dl.window, d = dl.dilation;
-  const int64_t len = flat_length(b, dl);
+  const Dim& last_dim = geo.last;
+  const int64_t w = last_dim.window, d = last_dim.dilation;
+  const int64_t len = flat_length(b, last_dim);
   M unordered{};        // (kOrdered) lanes that met a NaN
   bool nan = false;     // (kOrdered) a NaN among the scalars read
-  const bool flat = for_each_flat_vector<L>(b, dl, [&](int64_t g, int64_t at) {
+  const bool flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
     early.next();
     V best;
     U which{};
@@ -196,7 +196,7 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
       // as the flat vectors': the winner's position less the column's offset 0 (o * stride
       // - start), times the pitch, modulo 2^32
       const int64_t o = i % b.width;
-      b.winners[i] = count > 0 ? uint32_t(at[j] - (o * dl.stride - dl.start)) * ix.col
+      b.winners[i] = count > 0 ? uint32_t(at[j] - (o * last_dim.stride - last_dim.start)) * ix.col
                            : ~uint32_t(0);
     }
     return best;
@@ -269,7 +269,7 @@ void output_row(const typename MaxKey<T>::Raw* const* rows, int64_t n, int64_t o
 // winning row's offset, its column's and its offset's, modulo 2^32.
 template <class T, int L>
 void indexed_row(const typename MaxKey<T>::Raw* const* rows, const uint32_t* const* which,
-                 const uint32_t* rowflat, int64_t n, int64_t ow, const Dim& dl,
+                 const uint32_t* rowflat, int64_t n, int64_t ow, const Dim& last_dim,
                  const SeparableIndexing& ix, typename MaxKey<T>::Raw* y, int64_t ys,
                  const Tensor& indices, int64_t ioff) {
   using Lanes = MaxLanes<T, L>;
@@ -278,8 +278,8 @@ void indexed_row(const typename MaxKey<T>::Raw* const* rows, const uint32_t* con
   using U = Vec<uint32_t, L>;
   const int64_t is = indices.strides[3];
   U lane_col{};
-  for (int i = 0; i < L; ++i) lane_col[i] = uint32_t(i * dl.stride) * ix.col;
-  auto column = [&](int64_t o) { return uint32_t(o * dl.stride - dl.start) * ix.col; };
+  for (int i = 0; i < L; ++i) lane_col[i] = uint32_t(i * last_dim.stride) * ix.col;
+  auto column = [&](int64_t o) { return uint32_t(o * last_dim.stride - last_dim.start) * ix.col; };
   auto vector = [&](int64_t o) {
     V best = load_vec<V>(rows[0] + o);
     U flat = load_vec<U>(which[0] + o) + rowflat[0];
