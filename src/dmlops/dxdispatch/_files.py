@@ -49,79 +49,112 @@ def write_files(pending: dict[Any, Any], session: Any, options: dict[str, Any]) 
     their Dask graphs), then move them all into place: a failure leaves no new file, store
     or folder behind (the files already moved into place and the folders made are removed
     again, a store set aside is put back, and the message says so)."""
-    from .._zarrio import Staged, ZarrError
-    staged, moved, made = [], [], []
-    stores = Staged(options)
-    files = [(t, v) for t, v in pending.items() if v[2] is None]
-    # (a failure of the zarr targets together is reported at the first of them)
-    first_zarr = next((p for _, (_, p, z) in pending.items() if z is not None), None)
-    failure, done = None, False     # (the command's path, what failed)
+    writes = _Writes(options)
+    failure, done = None, False
     try:
+        failure = (writes.stage(pending, session) or writes.write_stores(session)
+                   or writes.place_files() or writes.commit_stores())
+        done = failure is None
+    finally:
+        if not done:
+            undone = writes.abandon()
+            if failure is not None:
+                raise ModelError(json_key(failure[0], "targetPath"), failure[1] + undone)
+    return list(pending)
+
+
+# (the command's path, what failed), or None
+_Failure = tuple[Any, str] | None
+
+
+class _Writes:
+    """One model's writes, made beside their targets, moved into place together and undone
+    together: the files staged under temporary names, the zarr targets (``Staged``), the
+    targets already moved into place and the folders made."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        from .._zarrio import Staged
+        self.stores = Staged(options)
+        self.staged: list[str] = []
+        self.files: list[tuple[Any, Any]] = []
+        self.moved: list[Any] = []
+        self.made: list[Any] = []
+        self.first_zarr: Any = None   # (a failure of the zarr targets together is reported
+        #                               at the first of them)
+
+    def stage(self, pending: dict[Any, Any], session: Any) -> _Failure:
+        """Each file computed and written under a temporary name beside its target; each
+        zarr target added to the stores (written together by ``write_stores``)."""
         for target, (values, path, zarr) in pending.items():
-            where = json_key(path, "targetPath")
             if zarr is not None:
+                self.first_zarr = self.first_zarr or path
                 try:
                     if isinstance(zarr[0], Path):
-                        made += _make_folders(zarr[0].parent)
+                        self.made += _make_folders(zarr[0].parent)
                 except OSError as e:
-                    failure = (path, f"cannot make the folder of {str(target)!r}: "
-                                     f"{e.strerror or e}")
-                    break
-                stores.add(zarr[0], zarr[1], values)
+                    return (path, f"cannot make the folder of {str(target)!r}: "
+                                  f"{e.strerror or e}")
+                self.stores.add(zarr[0], zarr[1], values)
                 continue
+            self.files.append((target, path))
             try:
-                with computing(str(target), where):
+                with computing(str(target), json_key(path, "targetPath")):
                     values = session.compute(values)
-                made += _make_folders(target.parent)
+                self.made += _make_folders(target.parent)
                 fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                            dir=target.parent)
                 with os.fdopen(fd, "wb") as f:
-                    staged.append(tmp)
+                    self.staged.append(tmp)
                     if target.suffix.lower() == ".npy":
                         np.save(f, values, allow_pickle=False)
                     else:
                         f.write(values.tobytes())
             except OSError as e:
-                failure = (path, f"cannot write {str(target)!r}: {e.strerror or e}")
-                break
-        if failure is None:
-            try:
-                with computing("the zarr targets", ""):
-                    stores.write(session)
-            except (ModelError, ZarrError) as e:
-                failure = (first_zarr, e.message if isinstance(e, ModelError) else str(e))
-            except OSError as e:
-                failure = (first_zarr, f"cannot write the zarr targets: {e.strerror or e}")
+                return (path, f"cannot write {str(target)!r}: {e.strerror or e}")
+        return None
+
+    def write_stores(self, session: Any) -> _Failure:
+        from .._zarrio import ZarrError
+        try:
+            with computing("the zarr targets", ""):
+                self.stores.write(session)
+        except (ModelError, ZarrError) as e:
+            return (self.first_zarr, e.message if isinstance(e, ModelError) else str(e))
+        except OSError as e:
+            return (self.first_zarr, f"cannot write the zarr targets: {e.strerror or e}")
+        return None
+
+    def place_files(self) -> _Failure:
+        """The staged files moved onto their targets (mkstemp makes its file private; a
+        written result gets the usual mode)."""
         umask = os.umask(0)
         os.umask(umask)
-        for tmp, (target, (_, path, _)) in zip(staged if failure is None else [], files):
-            # (mkstemp makes its file private; a written result gets the usual mode)
+        for tmp, (target, path) in zip(self.staged, self.files):
             try:
                 os.chmod(tmp, 0o666 & ~umask)
                 os.replace(tmp, target)
             except OSError as e:
-                failure = (path, f"cannot move {str(target)!r} into place: {e.strerror or e}")
-                break
-            moved.append(target)
-        if failure is None:
+                return (path, f"cannot move {str(target)!r} into place: {e.strerror or e}")
+            self.moved.append(target)
+        return None
+
+    def commit_stores(self) -> _Failure:
+        try:
+            self.stores.commit()
+        except OSError as e:
+            return (self.first_zarr, f"cannot move a zarr target into place: "
+                                     f"{e.strerror or e}")
+        return None
+
+    def abandon(self) -> str:
+        """Removes what was written; returns what the message says of it."""
+        for tmp in self.staged:
             try:
-                stores.commit()
-            except OSError as e:
-                failure = (first_zarr, f"cannot move a zarr target into place: "
-                                       f"{e.strerror or e}")
-        done = failure is None
-    finally:
-        if not done:
-            for tmp in staged:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-            stores.discard()
-            undone = _undo(moved, made)
-            if failure is not None:
-                raise ModelError(json_key(failure[0], "targetPath"), failure[1] + undone)
-    return list(pending)
+                os.unlink(tmp)
+            except OSError:
+                pass
+        self.stores.discard()
+        return _undo(self.moved, self.made)
 
 
 def _make_folders(folder: Path) -> list[Any]:
