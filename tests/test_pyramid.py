@@ -166,6 +166,28 @@ def test_an_existing_target_is_kept(tmp_path):
     assert list((tmp_path / "img.zarr").iterdir()) == []
 
 
+def test_each_source_chunk_is_read_once(tmp_path):
+    """Level 0 is the source stored and level 1 pools it: one read (or making) of each
+    source chunk serves both (Dask's blockwise fusion, left on, folded the chunks into level
+    0's store while level 1's blocks asked for them again: every chunk read twice)."""
+    import threading
+
+    import dask.array as da
+    made, lock = [], threading.Lock()
+
+    def chunk(block_info=None):
+        info = block_info[None]
+        with lock:
+            made.append(info["chunk-location"])
+        return np.full(info["chunk-shape"], float(len(made)), np.float32)
+
+    src = da.map_blocks(chunk, dtype=np.float32, chunks=((1,), (8, 8), (8, 8), (8, 8)))
+    levels = dml.pyramid(src, 3, axes="czyx")
+    dml.write_pyramid(levels, str(tmp_path / "img.zarr"), axes="czyx")
+    assert sorted(set(made)) == sorted(np.ndindex(1, 2, 2, 2))
+    assert len(made) - len(set(made)) <= 1, made    # (Dask may make one chunk for its meta)
+
+
 def test_a_volume_pyramided_in_bounded_memory(tmp_path):
     """A volume generated block by block (benchmarks/pyramid.py's, 256 MiB here; the
     benchmark runs 64 GiB) pyramided into a store: the process's peak resident memory grows

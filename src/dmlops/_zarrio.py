@@ -384,12 +384,16 @@ class Session:
     def _run(self, collections: list[Any]) -> list[Any]:
         """``collections`` computed (arrays' values, or a store's writes). A failure returns
         only once no task of theirs runs any more: Dask reports the first failure while other
-        tasks still write, and a write after the caller's cleanup would leave chunks behind."""
+        tasks still write, and a write after the caller's cleanup would leave chunks behind.
+        The graphs are not optimised: Dask's blockwise fusion would fold a source's chunks
+        into one consumer (a pyramid's level 0, stored) while dmlops's blocks (level 1, by
+        the source's own keys) ask for them again, reading or making every source chunk
+        twice."""
         if self.scheduler is None:
             return self._run_here(collections)
         if self._client is None:
             self._client = connect(self.scheduler)
-        futures = self._client.compute(collections)
+        futures = self._client.compute(collections, optimize_graph=False)
         try:
             if self.progress:
                 from distributed import progress
@@ -412,7 +416,8 @@ class Session:
                 if self.progress:
                     from dask.diagnostics import ProgressBar
                     stack.enter_context(ProgressBar(out=sys.stderr))
-                return list(dask.compute(*collections, scheduler="threads", pool=pool))
+                return list(dask.compute(*collections, scheduler="threads", pool=pool,
+                                         optimize_graph=False))
         finally:
             # (the tasks queued are dropped; those running end first)
             pool.shutdown(wait=True, cancel_futures=True)
