@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import dmlops as dml
 from dmlops.backends import cpu
+from levels import level_paths
 
 LEVELS = cpu.supported()
 
@@ -19,11 +20,12 @@ ALL = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint1
 FLOATS = [np.float16, np.float32, np.float64]
 
 
-@pytest.fixture(autouse=True, params=[(lv, path) for lv in LEVELS for path in ("fast", "plain")],
+@pytest.fixture(autouse=True, params=level_paths(),
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def level_and_path(request, monkeypatch):
-    """Each test at every CPU level this machine runs, with the fast paths and with the plain
-    kernels (which every fast path must match bit for bit)."""
+    """Each test at every CPU level this machine runs with the fast paths, and with the plain
+    kernels (which every fast path must match bit for bit) at the lowest and the highest
+    (levels.level_paths)."""
     level, path = request.param
     cpu.set_level(level)
     monkeypatch.setattr(cpu, "FORCE_PLAIN", path == "plain")

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import dmlops as dml
 import oracles as O
+from levels import level_paths
 
 cpu = importlib.import_module("dmlops.backends.cpu")
 # the module, not the ``padding`` function that the backend package exports by that name
@@ -78,8 +79,7 @@ def view(mem, shape, lay):
     return np.broadcast_to(a, shape) if any(lay["zero"]) else a
 
 
-@pytest.fixture(autouse=True, params=[(lv, path) for lv in cpu.supported()
-                                      for path in ("fast", "plain")],
+@pytest.fixture(autouse=True, params=level_paths(),
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def level_and_path(request, monkeypatch):
     level, path = request.param

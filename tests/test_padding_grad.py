@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import dmlops as dml
 import oracles as O
 from test_cpu_padding import layouts, memory_shape, pad_cases, view
+from levels import level_paths
 
 cpu = importlib.import_module("dmlops.backends.cpu")
 MODES = ["constant", "edge", "reflection", "symmetric", "wrap"]
@@ -37,7 +38,7 @@ def test_the_spec_example():
         assert dx.shape == (1, 1, 1, 3) and dx.tolist() == [[[[3.0, 12.0, 6.0]]]]
 
 
-@pytest.fixture(params=[(lv, path) for lv in cpu.supported() for path in ("fast", "plain")],
+@pytest.fixture(params=level_paths(),
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def cpu_path(request, monkeypatch):
     level, path = request.param
