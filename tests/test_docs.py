@@ -3,8 +3,8 @@
 - ``sphinx-build -W --keep-going -b html docs <tmp>`` in a subprocess (the API pages are
   generated from the docstrings and the gallery's scripts run, at build time); the key pages
   must exist.
-- The Markdown pages' examples are doctests: every ```pycon block of a page runs, in order, in
-  one namespace per page (in a temporary working directory), its shown output checked. A page
+- The Markdown pages' examples (and the README's) are doctests: every ```pycon block of a page
+  runs, in order, in one namespace per page (in a temporary working directory), its shown output checked. A page
   holds no ```python block, so that no Python example escapes the run (signatures are shown
   as ```text).
 - Every ```console block's ``$ dmlops ...`` commands run from the repository root and print
@@ -39,8 +39,9 @@ pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = sorted(p for p in DOCS.rglob("*.md")
-               if not {"_build", "auto_examples", "generated"} & set(p.relative_to(DOCS).parts))
+PAGES = [ROOT / "README.md"] + sorted(
+    p for p in DOCS.rglob("*.md")
+    if not {"_build", "auto_examples", "generated"} & set(p.relative_to(DOCS).parts))
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 FENCE = re.compile(r"^(`{3,})\s*([\w{}-]*)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
 
@@ -136,7 +137,7 @@ def test_api_examples(name, text, tmp_path, monkeypatch):
     assert result.attempted and result.failed == 0, name
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_examples(page, tmp_path, monkeypatch):
     assert not blocks(page, "python"), f"{page.name}: a ```python block (use ```pycon, run here)"
     examples = blocks(page, "pycon")
