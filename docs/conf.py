@@ -102,7 +102,8 @@ sphinx_gallery_conf = {
 # --- HTML --------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"dmlops {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["dmlops.css"]
 html_show_sourcelink = False
 html_theme_options = {
     "navigation_depth": 2,
