@@ -278,8 +278,8 @@ True
 """,
     "dmlops.__version__": """\
 >>> import dmlops
->>> dmlops.__version__
-'0.1.0'
+>>> dmlops.__version__                  # doctest: +ELLIPSIS
+'...'
 """,
 }
 
