@@ -2,7 +2,7 @@
 multi-node models, the layout and shape conversions, and the errors.
 
 ONNX Runtime is compared only where ONNX defines the result and ONNX Runtime's CPU kernels
-follow it; the places where they do not are listed in the README ("ONNX") and pinned here.
+follow it; the places where they do not are listed in docs/differences.md ("ONNX") and pinned here.
 The random comparisons run on the reference backend (no kernel compilation; the cpu backend
 is bitwise equal to it, tests/test_cpu_backend.py); ONNX's own cases run on the default one.
 """

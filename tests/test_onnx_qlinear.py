@@ -45,7 +45,7 @@ def _case(rng):
         if auto_pad != "VALID":
             # ONNX Runtime's CPU kernels take a negative SAME total (a window smaller than
             # the stride) as negative pads and shift the windows; dmlops clamps it to 0, as
-            # ONNX Runtime's DirectML provider does. Not compared here (see the README).
+            # ONNX Runtime's DirectML provider does. Not compared here (see docs/differences.md).
             for i in range(k):
                 while (-(-sizes[i] // strides[i]) - 1) * strides[i] + kernel[i] < sizes[i]:
                     kernel[i] += 1

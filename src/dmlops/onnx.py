@@ -14,7 +14,7 @@ Runtime's DirectML provider maps them: ``kernel_shape`` -> ``window_size``, ``st
 :func:`dmlops.pooling_output_sizes` (``ceil_mode=True``), ``count_include_pad`` ->
 ``include_padding``. Where ONNX and DirectML differ (index layout, MaxUnpool's
 ``output_shape``, Pad's negative pads, ...), this module converts around the operators and
-never changes their semantics; the README's "ONNX" section lists every such place.
+never changes their semantics; docs/differences.md ("ONNX") lists every such place.
 
 An unsupported operator, attribute, data type or device is a :class:`dmlops.UnsupportedError`,
 a bad value an :class:`dmlops.InvalidArgumentError`; both name the node.
