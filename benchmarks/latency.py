@@ -13,8 +13,11 @@ processes (NumPy's own import included, and given alone beside it), and each cal
 time in a new process less its later time.
 
 With ``--torch``, the same max pooling from a PyTorch tensor three ways (no gradient): the
-NumPy call with a new output (the base), ``dmlops.max_pooling(tensor)`` (DLPack in and out),
-and the ``torch.ops.dmlops.max_pooling`` op (issue 44: at most 10 µs over the base).
+NumPy call with a new output (the base), ``dmlops.max_pooling(tensor)`` (the tensor read in
+place, the result a tensor on the same memory), and the ``torch.ops.dmlops.max_pooling`` op
+(issue 44: at most 10 µs over the base); then the floor of such an op, the same op computing
+nothing (its schema, its autograd kernel, TorchDynamo off, the input returned): what PyTorch's
+dispatcher costs a Python op with these arguments, whatever the op does.
 
     python benchmarks/latency.py [--flush] [--backend cpu] [--processes 7] [--torch]
 """
@@ -79,19 +82,33 @@ print(first - sorted(later)[10])
 """
 
 
+_KEPT = []
+
+
 def torch_cases():
     import torch
 
-    import dmlops.torch  # noqa: F401  (registers the ops)
+    import dmlops.torch as dt
     x = np.random.default_rng(0).standard_normal((1, 1, 112, 112), dtype=np.float32)
     t = torch.from_numpy(x)
     g = dict(strides=2, start_padding=1, end_padding=1)
     op = torch.ops.dmlops.max_pooling
+    # the floor: dmlops::max_pooling's schema and autograd kernel, no computation
+    lib = torch.library.Library("dmlops_latency", "DEF")
+    _KEPT.append(lib)       # (the op lives as long as its library)
+    lib.define(str(op.default._schema).split("::", 1)[1])
+    lib.impl("max_pooling", lambda x, *rest: x, "CompositeExplicitAutograd")
+    empty = torch.ops.dmlops_latency.max_pooling
+    lib.impl("max_pooling", torch._disable_dynamo(
+        dt._autograd(empty.default, lambda x, *rest: x, None, None)), "Autograd",
+        with_keyset=True)
     return {
         "max_pooling, NumPy, new output (base)": lambda: dmlops.max_pooling(x, 3, **g),
         "  dmlops.max_pooling(tensor)": lambda: dmlops.max_pooling(t, 3, **g),
         "  torch.ops.dmlops.max_pooling(tensor)": lambda: op(t, [3, 3], [2, 2], [1, 1],
                                                              [1, 1], [1, 1], None),
+        "  the same op computing nothing (floor)": lambda: empty(t, [3, 3], [2, 2], [1, 1],
+                                                                [1, 1], [1, 1], None),
     }
 
 

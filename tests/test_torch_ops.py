@@ -81,6 +81,57 @@ def test_opcheck(op, args):
         "test_schema", "test_autograd_registration", "test_faketensor"))
 
 
+def _bits_of(out):
+    return [_bits(t).tobytes() for t in (out if isinstance(out, tuple) else (out,))]
+
+
+def test_every_way_through_the_dispatcher_gives_the_same_bits():
+    """Without a gradient, an op's autograd kernel runs the computation itself (issue 44: no
+    second pass through the dispatcher); under no_grad, in inference mode (no autograd kernel)
+    and twice (a kept plan) the same bits, and a gradient where an input wants one."""
+    for op, args in _samples():
+        want = _bits_of(op(*args))
+        assert _bits_of(op(*args)) == want, op
+        with torch.no_grad():
+            assert _bits_of(op(*args)) == want, op
+        with torch.inference_mode():
+            assert _bits_of(op(*args)) == want, op
+    x = _x((1, 1, 4, 4))
+    y = OPS.max_pooling(x, [2, 2], [2, 2], [0, 0], [0, 0], [1, 1], None)
+    assert y.requires_grad and "GeneratedBackwardFor_dmlops_max_pooling" in str(y.grad_fn)
+    with torch.no_grad():
+        assert not OPS.max_pooling(x, [2, 2], [2, 2], [0, 0], [0, 0], [1, 1], None).requires_grad
+
+
+def test_kept_plans_tell_the_arguments_apart():
+    """The ops keep their plans under the dispatcher's arguments: a value of another sign,
+    another layout, another window is planned anew, and an invalid call raises every time
+    with the function's message."""
+    x = _x((1, 2, 3, 4), torch.float32, grad=False)
+    for value in (-0.0, 0.0, -0.0):
+        y = OPS.padding(x, [0, 0, 1, 1], [0, 0, 1, 1], "constant", value)
+        assert torch.signbit(y[0, 0, 0, 0]).item() == (str(value) == "-0.0")
+    for t in (x, x.contiguous(memory_format=torch.channels_last), x[..., ::2]):
+        for w in ([2, 2], [1, 2], [2, 2]):
+            got = OPS.max_pooling(t, w, [1, 1], [0, 0], [0, 0], [1, 1], None)
+            assert torch.equal(got, torch.from_numpy(dml.max_pooling(t.numpy(), w)))
+    with pytest.raises(dml.InvalidArgumentError) as want:
+        dml.max_pooling(x.numpy(), [0, 2], strides=[1, 1])
+    for _ in range(2):
+        with pytest.raises(dml.InvalidArgumentError) as got:
+            OPS.max_pooling(x, [0, 2], [1, 1], [0, 0], [0, 0], [1, 1], None)
+        assert str(got.value) == str(want.value)
+
+
+def test_an_op_without_a_backward_says_so():
+    x = _x((1, 1, 4, 4))
+    dx = OPS.max_pooling_grad(x, torch.ones(1, 1, 2, 2, dtype=torch.float64), [2, 2], [2, 2],
+                              [0, 0], [0, 0], [1, 1])
+    assert dx.requires_grad
+    with pytest.raises(RuntimeError, match="no autograd formula"):
+        dx.sum().backward()
+
+
 # --- autograd ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fn, kw", [

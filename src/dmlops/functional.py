@@ -17,6 +17,7 @@ a plan was kept.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import sys
 from collections.abc import Callable, Sequence
@@ -118,18 +119,53 @@ def _is_torch(x: object) -> bool:
     return type(x).__module__.split(".")[0] == "torch"
 
 
+def _torch() -> Any:
+    """The torch module (imported already where a tensor is an argument)."""
+    return sys.modules.get("torch") or importlib.import_module("torch")
+
+
 def _in_autograd(args: Sequence[Any], kw: dict[str, Any]) -> bool:
     """Whether a tensor argument requires a gradient (or torch.compile traces the call)."""
-    import torch
+    torch = _torch()
     if torch.compiler.is_compiling():
         return True
-    return any(getattr(a, "requires_grad", False) for a in (*args, *kw.values())
-               if _is_torch(a))
+    tensor = torch.Tensor
+    for a in (*args, *kw.values()):
+        kind = type(a)
+        if kind is tensor:
+            if a.requires_grad:
+                return True
+        elif kind not in _PLAIN and _is_torch(a) and getattr(a, "requires_grad", False):
+            return True
+    return False
+
+
+_PLAIN = frozenset((int, float, bool, str, type(None), tuple, list))     # (never torch's)
+
+
+def _tensor_view(x: Any) -> NDArray[Any] | None:
+    """A plain CPU tensor that NumPy can view as a NumPy view of its memory, no copy (what
+    ``_from_dlpack`` gives, at a third of its cost: issue 44); None for any other tensor,
+    which ``_from_dlpack`` reads or refuses with its messages."""
+    if type(x) is not _torch().Tensor:
+        return None
+    try:
+        return cast("NDArray[Any]", x.numpy())      # (refuses gradients, devices, bfloat16, ...)
+    except Exception:
+        return None
+
+
+def _as_tensor(r: Any) -> Any:
+    """A new result as a tensor sharing its memory: ``torch.from_numpy`` for a writeable
+    NumPy array (what ``torch.from_dlpack`` gives, at half its cost), else DLPack."""
+    if type(r) is np.ndarray and r.flags.writeable:
+        return _torch().from_numpy(r)
+    return _torch().from_dlpack(r)
 
 
 def _callers_kind(fn: _F) -> _F:
     """PyTorch tensors in, PyTorch tensors out: where the first array argument is a tensor,
-    new results come back as tensors sharing their memory (``torch.from_dlpack``, no copy);
+    new results come back as tensors sharing their memory (``_as_tensor``, no copy);
     tensors given as ``out`` are written in place and returned as given. Any other input
     gives NumPy results."""
     first = next(iter(inspect.signature(fn).parameters))
@@ -148,7 +184,6 @@ def _callers_kind(fn: _F) -> _F:
             # dmlops's own (dmlops.torch, loaded here at the first such call)
             ops = sys.modules.get("dmlops.torch")
             if ops is None:
-                import importlib
                 ops = importlib.import_module("dmlops.torch")
             if kw.pop("backend", None) is not None or kw.pop("chunks", None) is not None:
                 raise Names(fn.__name__).unsupported(
@@ -159,6 +194,13 @@ def _callers_kind(fn: _F) -> _F:
             names = Names(fn.__name__)
             views = [_from_dlpack(o, names, "out") if _is_torch(o) else o for o in given]
             kw["out"] = type(out)(views) if isinstance(out, (tuple, list)) else views[0]
+        elif kw.get("chunks") is None:      # (the usual tensor call: x read here)
+            view = _tensor_view(x)
+            if view is not None:
+                if args:
+                    args = (view, *args[1:])
+                else:
+                    kw[first] = view
         result = fn(*args, **kw)
         several = isinstance(result, tuple)
         results = result if several else (result,)
@@ -170,8 +212,7 @@ def _callers_kind(fn: _F) -> _F:
             if g is not None:
                 final.append(g if _is_torch(g) else r)      # (as given)
             elif _is_torch(x):
-                import torch
-                final.append(torch.from_dlpack(r))
+                final.append(_as_tensor(r))
             else:
                 final.append(r)
         return tuple(final) if several else final[0]

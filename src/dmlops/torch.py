@@ -36,16 +36,19 @@ by the first call of a function with a tensor that requires a gradient.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from . import functional
+from ._plancache import planned
 from .dtypes import data_type
 from .errors import Names, UnsupportedError
 from .pooling import RoiPlan, check_spatial_scale, roi_regions
+from .tensor import native
 from .window import window_counts
 
 __all__ = ["max_pooling", "average_pooling", "lp_pooling", "max_unpooling", "padding",
@@ -59,7 +62,7 @@ _INDEX_DTYPES = {"uint32": torch.uint32, "uint64": torch.uint64, "int64": torch.
 
 
 def _np(t: torch.Tensor) -> Any:
-    return t.detach().numpy()
+    return (t.detach() if t.requires_grad else t).numpy()
 
 
 def _t(a: Any) -> torch.Tensor:
@@ -87,74 +90,111 @@ def _sizes(x: torch.Tensor, window: list[int], strides: list[int], start: list[i
 
 
 # --- the ops -------------------------------------------------------------------------------
+#
+# Each op's computation is the function's, on NumPy views of the tensors. The pooling and
+# padding ops call it as the function's body does (functional's _input, planned, _outputs,
+# _execute), with the plan also kept here under the op's arguments as the dispatcher gives
+# them: lists, which the plan cache keys value by value (a few µs a call; issue 44).
 
-@torch.library.custom_op("dmlops::max_pooling", mutates_args=())
+
+class _Planned:
+    """One function's NumPy call, ``run(arrays, params, outputs)``: the arrays checked
+    (``_input``) and the call planned (``planned(planner, (*arrays, None), *params)``) on the
+    first call of a key, the outputs made and the kernel run on every call, as the function
+    does with ``out=None`` and the default backend. The key is exact: the arrays' layouts and
+    dtypes, the parameters by value (lists as tuples, floats by their bits)."""
+
+    def __init__(self, op: str, planner: str, fields: tuple[str, ...]) -> None:
+        self.op, self.planner, self.fields = op, getattr(F, planner), fields
+        self.plans: dict[Any, Any] = {}
+
+    def __call__(self, arrays: tuple[Any, ...], params: tuple[Any, ...], outputs: int = 1,
+                 extra: dict[str, Any] | None = None) -> list[Any]:
+        key = (tuple([(a.shape, a.strides, a.dtype, a.flags.writeable) for a in arrays]),
+               tuple([tuple(v) if type(v) is list else _bits(v) if type(v) is float else v
+                      for v in params]))
+        call = self.plans.get(key)
+        if call is None:
+            arrays = tuple(F._input(a, self.op, f) for a, f in zip(arrays, self.fields))
+            call = planned(self.planner, (*arrays, None), *params)
+            if len(self.plans) >= _PLANS:
+                self.plans.clear()
+            self.plans[key] = call
+        ys = F._outputs(call, [None] * outputs, arrays)
+        F._execute(call, None, arrays[0], ys, extra)
+        return cast("list[Any]", ys)
+
+
+_PLANS = 1024       # (kept per op, as many as the plan cache keeps)
+_bits = struct.Struct("<d").pack
+_MAX = _Planned("max_pooling", "_plan_max_pooling", ("x",))
+_MAX_GRAD = _Planned("max_pooling_grad", "_plan_max_pooling_grad", ("x", "dy"))
+_AVERAGE = _Planned("average_pooling", "_plan_average_pooling", ("x",))
+_AVERAGE_GRAD = _Planned("average_pooling_grad", "_plan_average_pooling_grad", ("dy",))
+_LP = _Planned("lp_pooling", "_plan_lp_pooling", ("x",))
+_PADDING = _Planned("padding", "_plan_padding", ("x",))
+_PADDING_GRAD = _Planned("padding_grad", "_plan_padding_grad", ("dy",))
+
+
 def _max_pooling(x: torch.Tensor, window: list[int], strides: list[int], start: list[int],
                  end: list[int], dilations: list[int], output_sizes: list[int] | None
                  ) -> torch.Tensor:
-    return _t(F.max_pooling(_np(x), window, strides=strides, start_padding=start,
-                            end_padding=end, dilations=dilations, output_sizes=output_sizes))
+    (y,) = _MAX((_np(x),), (window, strides, start, end, dilations, output_sizes, False, None))
+    return _t(y)
 
 
-@torch.library.custom_op("dmlops::max_pooling_with_indices", mutates_args=())
 def _max_pooling_with_indices(x: torch.Tensor, window: list[int], strides: list[int],
                               start: list[int], end: list[int], dilations: list[int],
                               output_sizes: list[int] | None, indices_dtype: str | None
                               ) -> tuple[torch.Tensor, torch.Tensor]:
-    y, i = F.max_pooling(_np(x), window, strides=strides, start_padding=start,
-                         end_padding=end, dilations=dilations, output_sizes=output_sizes,
-                         output_indices=True, indices_dtype=indices_dtype)
+    y, i = _MAX((_np(x),), (window, strides, start, end, dilations, output_sizes, True,
+                            indices_dtype), 2)
     return _t(y), _t(i)
 
 
-@torch.library.custom_op("dmlops::average_pooling", mutates_args=())
 def _average_pooling(x: torch.Tensor, window: list[int], strides: list[int], start: list[int],
                      end: list[int], dilations: list[int], include_padding: bool,
                      output_sizes: list[int] | None) -> torch.Tensor:
-    return _t(F.average_pooling(_np(x), window, strides=strides, start_padding=start,
-                                end_padding=end, dilations=dilations,
-                                include_padding=include_padding, output_sizes=output_sizes))
+    (y,) = _AVERAGE((_np(x),), (window, strides, start, end, dilations, include_padding,
+                                output_sizes))
+    return _t(y)
 
 
-@torch.library.custom_op("dmlops::lp_pooling", mutates_args=())
 def _lp_pooling(x: torch.Tensor, window: list[int], p: int, strides: list[int],
                 start: list[int], end: list[int], dilations: list[int],
                 output_sizes: list[int] | None) -> torch.Tensor:
-    return _t(F.lp_pooling(_np(x), window, p=p, strides=strides, start_padding=start,
-                           end_padding=end, dilations=dilations, output_sizes=output_sizes))
+    (y,) = _LP((_np(x),), (window, p, strides, start, end, dilations, output_sizes))
+    return _t(y)
 
 
-@torch.library.custom_op("dmlops::max_pooling_grad", mutates_args=())
 def _max_pooling_grad(x: torch.Tensor, dy: torch.Tensor, window: list[int],
                       strides: list[int], start: list[int], end: list[int],
                       dilations: list[int]) -> torch.Tensor:
-    return _t(F.max_pooling_grad(_np(x), _np(dy), window, strides=strides,
-                                 start_padding=start, end_padding=end, dilations=dilations))
+    xs, g = _np(x), _np(dy)
+    (dx,) = _MAX_GRAD((xs, g), (window, strides, start, end, dilations), 1,
+                      {"dy": native(g)})
+    return _t(dx)
 
 
-@torch.library.custom_op("dmlops::average_pooling_grad", mutates_args=())
 def _average_pooling_grad(dy: torch.Tensor, window: list[int], input_sizes: list[int],
                           strides: list[int], start: list[int], end: list[int],
                           dilations: list[int], include_padding: bool) -> torch.Tensor:
-    return _t(F.average_pooling_grad(_np(dy), window, input_sizes=input_sizes,
-                                     strides=strides, start_padding=start, end_padding=end,
-                                     dilations=dilations, include_padding=include_padding))
+    (dx,) = _AVERAGE_GRAD((_np(dy),), (window, input_sizes, strides, start, end, dilations,
+                                       include_padding))
+    return _t(dx)
 
 
-@torch.library.custom_op("dmlops::max_unpooling", mutates_args=())
 def _max_unpooling(x: torch.Tensor, indices: torch.Tensor, output_sizes: list[int]
                    ) -> torch.Tensor:
     return _t(F.max_unpooling(_np(x), _np(indices), output_sizes))
 
 
-@torch.library.custom_op("dmlops::roi_pooling", mutates_args=())
 def _roi_pooling(x: torch.Tensor, rois: torch.Tensor, spatial_scale: float,
                  pooled_size: list[int]) -> torch.Tensor:
     return _t(F.roi_pooling(_np(x), _np(rois), spatial_scale=spatial_scale,
                             pooled_size=pooled_size))
 
 
-@torch.library.custom_op("dmlops::roi_pooling_grad", mutates_args=())
 def _roi_pooling_grad(x: torch.Tensor, rois: torch.Tensor, dy: torch.Tensor,
                       spatial_scale: float, pooled_size: list[int]) -> torch.Tensor:
     """ROI pooling's backward: each dy element to its bin's winner (the first maximum in
@@ -189,7 +229,6 @@ def _roi_pooling_grad(x: torch.Tensor, rois: torch.Tensor, dy: torch.Tensor,
     return _t(acc.reshape(xs.shape).astype(xs.dtype))
 
 
-@torch.library.custom_op("dmlops::quantized_linear_average_pooling", mutates_args=())
 def _quantized(x: torch.Tensor, input_scale: torch.Tensor, input_zero_point: torch.Tensor,
                output_scale: torch.Tensor, output_zero_point: torch.Tensor, window: list[int],
                strides: list[int], start: list[int], end: list[int], dilations: list[int],
@@ -201,16 +240,19 @@ def _quantized(x: torch.Tensor, input_scale: torch.Tensor, input_zero_point: tor
         output_dtype=output_dtype))
 
 
-@torch.library.custom_op("dmlops::padding", mutates_args=())
 def _padding(x: torch.Tensor, start: list[int], end: list[int], mode: str, value: float
              ) -> torch.Tensor:
-    return _t(F.padding(_np(x), start, end, mode=mode, value=value))
+    xs = _np(x)
+    if xs.size == 0:        # (the function fills the output itself)
+        return _t(F.padding(xs, start, end, mode=mode, value=value))
+    (y,) = _PADDING((xs,), (start, end, mode, value))
+    return _t(y)
 
 
-@torch.library.custom_op("dmlops::padding_grad", mutates_args=())
 def _padding_grad(dy: torch.Tensor, input_sizes: list[int], start: list[int], end: list[int],
                   mode: str) -> torch.Tensor:
-    return _t(F.padding_grad(_np(dy), input_sizes, start, end, mode=mode))
+    (dx,) = _PADDING_GRAD((_np(dy),), (input_sizes, start, end, mode))
+    return _t(dx)
 
 
 # --- fake kernels: sizes and dtypes only ------------------------------------------------------
@@ -226,30 +268,26 @@ def _index_dtype(x: torch.Tensor, name: str | None) -> torch.dtype:
     return _INDEX_DTYPES[str(name).lower()]
 
 
-_max_pooling.register_fake(
-    lambda x, w, s, a, b, d, o: _empty(x, _sizes(x, w, s, a, b, d, o)))
-_max_pooling_with_indices.register_fake(
-    lambda x, w, s, a, b, d, o, t: (_empty(x, _sizes(x, w, s, a, b, d, o)),
-                                    _empty(x, _sizes(x, w, s, a, b, d, o), _index_dtype(x, t))))
-_average_pooling.register_fake(
-    lambda x, w, s, a, b, d, inc, o: _empty(x, _sizes(x, w, s, a, b, d, o)))
-_lp_pooling.register_fake(
-    lambda x, w, p, s, a, b, d, o: _empty(x, _sizes(x, w, s, a, b, d, o)))
-_max_pooling_grad.register_fake(lambda x, dy, w, s, a, b, d: _empty(x, x.shape))
-_average_pooling_grad.register_fake(
-    lambda dy, w, n, s, a, b, d, inc: _empty(
-        dy, list(dy.shape[:2]) + list(n) if len(n) == dy.dim() - 2 else n))
-_max_unpooling.register_fake(lambda x, i, o: _empty(x, o))
-_roi_pooling_grad.register_fake(lambda x, r, dy, sc, ps: _empty(x, x.shape))
-_roi_pooling.register_fake(
-    lambda x, r, sc, ps: _empty(x, [r.shape[0], x.shape[1], *ps]))
-_quantized.register_fake(
-    lambda x, si, zi, so, zo, w, s, a, b, d, inc, t: _empty(
+# (by op name; each takes the op's arguments)
+_FAKES: dict[str, Any] = {
+    "max_pooling": lambda x, w, s, a, b, d, o: _empty(x, _sizes(x, w, s, a, b, d, o)),
+    "max_pooling_with_indices": lambda x, w, s, a, b, d, o, t: (
+        _empty(x, _sizes(x, w, s, a, b, d, o)),
+        _empty(x, _sizes(x, w, s, a, b, d, o), _index_dtype(x, t))),
+    "average_pooling": lambda x, w, s, a, b, d, inc, o: _empty(x, _sizes(x, w, s, a, b, d, o)),
+    "lp_pooling": lambda x, w, p, s, a, b, d, o: _empty(x, _sizes(x, w, s, a, b, d, o)),
+    "max_pooling_grad": lambda x, dy, w, s, a, b, d: _empty(x, x.shape),
+    "average_pooling_grad": lambda dy, w, n, s, a, b, d, inc: _empty(
+        dy, list(dy.shape[:2]) + list(n) if len(n) == dy.dim() - 2 else n),
+    "max_unpooling": lambda x, i, o: _empty(x, o),
+    "roi_pooling_grad": lambda x, r, dy, sc, ps: _empty(x, x.shape),
+    "roi_pooling": lambda x, r, sc, ps: _empty(x, [r.shape[0], x.shape[1], *ps]),
+    "quantized_linear_average_pooling": lambda x, si, zi, so, zo, w, s, a, b, d, inc, t: _empty(
         x, _sizes(x, w, s, a, b, d, None),
-        None if t is None else getattr(torch, data_type(t).dtype.name)))
-_padding.register_fake(
-    lambda x, a, b, m, v: _empty(x, [n + p + q for n, p, q in zip(x.shape, a, b)]))
-_padding_grad.register_fake(lambda dy, n, a, b, m: _empty(dy, n))
+        None if t is None else getattr(torch, data_type(t).dtype.name)),
+    "padding": lambda x, a, b, m, v: _empty(x, [n + p + q for n, p, q in zip(x.shape, a, b)]),
+    "padding_grad": lambda dy, n, a, b, m: _empty(dy, n),
+}
 
 
 # --- backward --------------------------------------------------------------------------------
@@ -338,14 +376,101 @@ def _no_grad(name: str) -> Any:
     return backward
 
 
-_max_pooling.register_autograd(_max_backward, setup_context=_keep_inputs)
-_max_pooling_with_indices.register_autograd(_max_backward, setup_context=_keep_inputs)
-_average_pooling.register_autograd(_average_backward, setup_context=_keep_inputs)
-_lp_pooling.register_autograd(_lp_backward, setup_context=_keep_inputs)
-_padding.register_autograd(_padding_backward, setup_context=_keep_inputs)
-_padding_grad.register_autograd(_padding_grad_backward, setup_context=_keep_inputs)
-_max_unpooling.register_autograd(_unpool_backward, setup_context=_keep_unpool)
-_roi_pooling.register_autograd(_roi_backward, setup_context=_keep_unpool)
+# --- registration --------------------------------------------------------------------------
+#
+# One library, the ops' schemas written out (as torch.library.custom_op inferred them), each op
+# with three kernels: the computation (CompositeExplicitAutograd), the fake kernel (Meta), and
+# its own autograd kernel (Autograd). The autograd kernel takes the shortest way where no
+# gradient is wanted: no autograd.Function, and where the tensors are plain CPU tensors the
+# computation called in place of a second pass through the dispatcher (issue 44: a call's cost
+# over the NumPy call). Every kernel runs with TorchDynamo off, as custom_op's do.
+
+_LIB = torch.library.Library("dmlops", "DEF")
+_BELOW_AUTOGRAD = torch._C._after_autograd_keyset
+
+
+def _autograd(op: Any, kernel: Any, backward: Any, setup_context: Any) -> Any:
+    """The Autograd kernel of ``op``: what register_autograd's is (an autograd.Function whose
+    forward redispatches below autograd and keeps what ``setup_context`` chooses, whose
+    backward is ``backward``), taken only where a gradient is wanted."""
+    def forward(ctx: Any, keyset: Any, *args: Any) -> Any:
+        with torch._C._AutoDispatchBelowAutograd():
+            output = op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+            if setup_context is not None:
+                setup_context(ctx, args, output)
+        return output
+
+    def backward_(ctx: Any, *grads: Any) -> Any:
+        if backward is None:
+            raise RuntimeError(f"Trying to backward through {op} but no autograd formula was "
+                               f"registered. Please use register_autograd to add one.")
+        return (None, *backward(ctx, *grads))
+
+    function: Any = type(f"GeneratedBackwardFor_dmlops_{op._opname}_default",
+                          (torch.autograd.Function,),
+                          {"forward": staticmethod(forward),
+                           "backward": staticmethod(backward_)})
+    grad_enabled, any_requires_grad = torch._C.is_grad_enabled, torch._C._any_requires_grad
+
+    def autograd(keyset: Any, *args: Any) -> Any:
+        if grad_enabled() and any_requires_grad(*args):
+            return function.apply(keyset, *args)
+        key = _keyset_key(keyset)
+        direct = _DIRECT.get(key)
+        if direct is None:      # (whether a redispatch below autograd reaches the CPU kernel)
+            direct = _DIRECT[key] = \
+                (keyset & _BELOW_AUTOGRAD).highestPriorityTypeId() == torch._C.DispatchKey.CPU
+        if direct:
+            return kernel(*args)
+        with torch._C._AutoDispatchBelowAutograd():
+            return op.redispatch(keyset & _BELOW_AUTOGRAD, *args)
+    return autograd
+
+
+# the keysets seen by the autograd kernels, by their bits: whether the computation is the
+# kernel that a redispatch would reach (plain CPU tensors: yes; FakeTensors, modes: no)
+_DIRECT: dict[Any, bool] = {}
+_keyset_key = getattr(torch._C.DispatchKeySet, "raw_repr", repr)
+
+
+def _define(schema: str, kernel: Any, backward: Any = None, setup_context: Any = None) -> None:
+    name = schema.split("(", 1)[0]
+    _LIB.define(schema, tags=(torch.Tag.pt2_compliant_tag,))
+    op = getattr(torch.ops.dmlops, name).default
+    _LIB.impl(name, torch._disable_dynamo(kernel), "CompositeExplicitAutograd")
+    torch.library.register_fake(f"dmlops::{name}", _FAKES[name], lib=_LIB)
+    _LIB.impl(name, torch._disable_dynamo(_autograd(op, kernel, backward, setup_context)),
+              "Autograd", with_keyset=True)
+
+
+_GEOMETRY = "SymInt[] strides, SymInt[] start, SymInt[] end, SymInt[] dilations"
+_define(f"max_pooling(Tensor x, SymInt[] window, {_GEOMETRY}, SymInt[]? output_sizes) -> Tensor",
+        _max_pooling, _max_backward, _keep_inputs)
+_define(f"max_pooling_with_indices(Tensor x, SymInt[] window, {_GEOMETRY}, "
+        f"SymInt[]? output_sizes, str? indices_dtype) -> (Tensor, Tensor)",
+        _max_pooling_with_indices, _max_backward, _keep_inputs)
+_define(f"average_pooling(Tensor x, SymInt[] window, {_GEOMETRY}, bool include_padding, "
+        f"SymInt[]? output_sizes) -> Tensor", _average_pooling, _average_backward, _keep_inputs)
+_define(f"lp_pooling(Tensor x, SymInt[] window, SymInt p, {_GEOMETRY}, "
+        f"SymInt[]? output_sizes) -> Tensor", _lp_pooling, _lp_backward, _keep_inputs)
+_define(f"max_pooling_grad(Tensor x, Tensor dy, SymInt[] window, {_GEOMETRY}) -> Tensor",
+        _max_pooling_grad)
+_define(f"average_pooling_grad(Tensor dy, SymInt[] window, SymInt[] input_sizes, {_GEOMETRY}, "
+        f"bool include_padding) -> Tensor", _average_pooling_grad)
+_define("max_unpooling(Tensor x, Tensor indices, SymInt[] output_sizes) -> Tensor",
+        _max_unpooling, _unpool_backward, _keep_unpool)
+_define("roi_pooling(Tensor x, Tensor rois, float spatial_scale, SymInt[] pooled_size) -> Tensor",
+        _roi_pooling, _roi_backward, _keep_unpool)
+_define("roi_pooling_grad(Tensor x, Tensor rois, Tensor dy, float spatial_scale, "
+        "SymInt[] pooled_size) -> Tensor", _roi_pooling_grad)
+_define(f"quantized_linear_average_pooling(Tensor x, Tensor input_scale, "
+        f"Tensor input_zero_point, Tensor output_scale, Tensor output_zero_point, "
+        f"SymInt[] window, {_GEOMETRY}, bool include_padding, str? output_dtype) -> Tensor",
+        _quantized)
+_define("padding(Tensor x, SymInt[] start, SymInt[] end, str mode, float value) -> Tensor",
+        _padding, _padding_backward, _keep_inputs)
+_define("padding_grad(Tensor dy, SymInt[] input_sizes, SymInt[] start, SymInt[] end, "
+        "str mode) -> Tensor", _padding_grad, _padding_grad_backward, _keep_inputs)
 
 
 # --- the functions, with dmlops's keywords -------------------------------------------------
