@@ -387,6 +387,29 @@ def test_bad_model(case, capsys, tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["model.json"]      # not even a temp file
 
 
+# The core's error carries its place (field, index): dmlops run locates it from that, not
+# from its message's words. A rule text that names another field first, or none at all,
+# still lands on the field the error is about; only the labels spelled by the naming rule
+# are re-spelled in DirectML's names.
+@pytest.mark.parametrize("message, given, text", [
+    (lambda n: f"the strides and {n('window_size', 1)} disagree", {},
+     "the strides and WindowSize[1] disagree"),
+    ("the window does not fit", {"field": "window_size", "index": 1}, "the window does not fit"),
+])
+def test_json_location_is_the_place_the_error_carries(message, given, text, capsys, tmp_path,
+                                                      monkeypatch):
+    from dmlops import descs
+
+    def refuse(planner, operands, desc, level):
+        raise descs._names(desc).invalid(message, **given)
+
+    monkeypatch.setattr(descs, "planned", refuse)
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(capsys, "run", str(write_model(tmp_path, base_model())))
+    assert (rc, out) == (2, "")
+    assert err == f"dmlops run: error: dispatchables.max_pool.desc.WindowSize[1]: {text}\n"
+
+
 def test_bad_json_names_line_and_column(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     text = json.dumps(base_model(), indent=1)

@@ -1364,3 +1364,81 @@ def test_cost_is_bounded_in_a_child_with_little_memory(tmp_path):
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count(" ok") == 16, done.stdout
+
+
+# --- errors carry their place (issue 42) -------------------------------------------------------
+
+def place(e):
+    return e.field, e.index, e.subfield
+
+
+def test_an_error_carries_its_field_and_index():
+    x = x4()
+    e = pytest.raises(Inv, dml.max_pooling, x, 2, strides=[1, 0]).value
+    assert str(e) == "max_pooling: strides[1] = 0 must be at least 1"
+    assert place(e) == ("strides", 1, None)
+    # the index is the canonical one (a full dimension); the message spells the caller's own
+    e = pytest.raises(Inv, dml.max_pooling, x, 2, output_sizes=[3, 9]).value
+    assert str(e).startswith("max_pooling: output_sizes[1] = 9 does not fit")
+    assert place(e) == ("output_sizes", 3, None)
+    assert e.text().startswith("output_sizes[1] = 9 does not fit")
+    # a data type's problem is about the data type
+    e = pytest.raises(Uns, dml.max_pooling, x.astype(np.complex64), 2).value
+    assert place(e) == ("x", None, "data_type")
+
+
+def test_a_description_error_carries_its_field_and_subfield():
+    def compiled(**tensors):
+        desc = dml.MaxPooling2Desc(**{"input_tensor": td("FLOAT32", (1, 1, 4, 4)),
+                                      "output_tensor": td("FLOAT32", (1, 1, 3, 3)), **tensors},
+                                   window_size=2, strides=1)
+        return lambda: dml.compile_operator(desc)
+
+    e = pytest.raises(Inv, compiled(output_tensor=td("FLOAT32", (1, 1, 3, 9)))).value
+    assert str(e).startswith("MAX_POOLING2: output_tensor.sizes[3] = 9 does not fit")
+    assert place(e) == ("output_sizes", 3, None)
+    e = pytest.raises(Inv, compiled(input_tensor=td("FLOAT32", (1, 1, 4, 4),
+                                                    (16, 16, 4, -1)))).value
+    assert str(e) == ("MAX_POOLING2: input_tensor.strides[3] = -1 must be a non-negative "
+                      "integer (strides count elements)")
+    assert place(e) == ("input_tensor", 3, "strides")
+    # the first field named is the place, narrowed to its data type
+    e = pytest.raises(Uns, compiled(output_tensor=td("FLOAT16", (1, 1, 3, 3)))).value
+    assert str(e) == ("MAX_POOLING2: output_tensor has data type FLOAT16; it must match "
+                      "input_tensor (FLOAT32)")
+    assert place(e) == ("output", None, "data_type")
+    # an operator the level lacks: the operator type
+    desc = dml.AveragePooling1Desc(input_tensor=td("FLOAT32", (1, 1, 4, 4)),
+                                   output_tensor=td("FLOAT32", (1, 1, 3, 3)), window_size=2)
+    e = pytest.raises(Uns, dml.compile_operator, desc, feature_level="6.1").value
+    assert place(e) == ("operator_type", None, None)
+
+
+def test_a_message_is_spelled_again_in_another_callers_labels():
+    """The one naming rule spells a message for every caller: the error's text in other
+    labels changes the fields it names and nothing else (its rule text is not searched)."""
+    from dmlops.errors import Names
+
+    names = Names("OP", {"output_sizes": ("out.shape", -2)})
+    e = names.invalid(lambda n: f"{n('output_sizes', 3)} = 9: the strides and "
+                                f"{n('window_size', 0)} disagree")
+    assert str(e) == "OP: out.shape[1] = 9: the strides and window_size[0] disagree"
+    assert place(e) == ("output_sizes", 3, None)
+    other = Names("OP", {"output_sizes": ("Out.Sizes", 0), "window_size": ("Window", 0)})
+    assert e.text(other) == "Out.Sizes[3] = 9: the strides and Window[0] disagree"
+    # a place the text does not spell, given as data; a plain error has none
+    e = names.unsupported("this window does not fit", field="window_size", index=1)
+    assert place(e) == ("window_size", 1, None) and e.text(other) == "this window does not fit"
+    assert place(Inv("no place")) == (None, None, None)
+
+
+def test_the_place_survives_pickling_and_the_onnx_prefix():
+    import pickle
+
+    x = x4()
+    e = pytest.raises(Inv, dml.max_pooling, x, 2, strides=[1, 0]).value
+    back = pickle.loads(pickle.dumps(e))          # (as Dask's workers send it)
+    assert (type(back), str(back), place(back), back.text()) == \
+        (type(e), str(e), place(e), e.text())
+    prefixed = e.prefixed("ONNX MaxPool node")
+    assert str(prefixed) == f"ONNX MaxPool node: {e}" and place(prefixed) == place(e)

@@ -31,17 +31,17 @@ def as_int_tuple(value: Any, names: Names, field: str) -> tuple[int, ...]:
     if is_int(value):
         return (int(value),)
     if isinstance(value, (set, frozenset, dict)):
-        raise names.invalid(f"{names(field)} = {value!r} must be an integer or a sequence of "
-                            f"integers (a {type(value).__name__} has no order)")
+        raise names.invalid(lambda n: f"{n(field)} = {value!r} must be an integer or a sequence of "
+                                      f"integers (a {type(value).__name__} has no order)")
     try:
         items = list(value)
     except TypeError:
-        raise names.invalid(f"{names(field)} = {value!r} must be an integer or a sequence of "
-                            f"integers") from None
+        raise names.invalid(lambda n: f"{n(field)} = {value!r} must be an integer or a sequence of "
+                                      f"integers") from None
     out = []
     for i, v in enumerate(items):
         if not is_int(v):
-            raise names.invalid(f"{names(field, i)} = {v!r} must be an integer")
+            raise names.invalid(lambda n: f"{n(field, i)} = {v!r} must be an integer")
         out.append(int(v))
     return tuple(out)
 
@@ -53,8 +53,9 @@ def spatial(value: Any, k: int, names: Names, field: str, rank: int, allow_scala
         return (int(value),) * k
     values = as_int_tuple(value, names, field)
     if len(values) != k:
-        raise names.invalid(f"{names(field)} has {len(values)} values {list(values)}; expected "
-                            f"{k}, one per spatial dimension of the {rank}-D input")
+        raise names.invalid(lambda n: f"{n(field)} has {len(values)} values {list(values)}; "
+                                      f"expected {k}, one per spatial dimension of the {rank}-D "
+                                      f"input")
     return values
 
 
@@ -71,31 +72,37 @@ def check_bounds(values: Any, minimum: int, names: Names, field: str, rule: str,
     items = [(None, values)] if is_int(values) else enumerate(values, first)
     for i, v in items:
         if v < minimum:
-            raise names.invalid(f"{names(field, i)} = {v} {rule}")
+            raise names.invalid(lambda n: f"{n(field, i)} = {v} {rule}")
         if uint and v > UINT_MAX:
-            raise names.invalid(f"{names(field, i)} = {v} is larger than {UINT_MAX} (2^32-1), "
-                                f"the largest value of DirectML's UINT fields")
+            raise names.invalid(lambda n: f"{n(field, i)} = {v} is larger than {UINT_MAX} "
+                                          f"(2^32-1), the largest value of DirectML's UINT fields")
 
 
-def reraise(names: Names, fn: Callable[..., _T], *args: Any) -> _T:
-    """Call a context-free normaliser and prefix its error with the operator's name."""
+def reraise(names: Names, fn: Callable[..., _T], *args: Any, field: str | None = None,
+            subfield: str | None = None) -> _T:
+    """Call a context-free normaliser and prefix its error with the operator's name; with
+    ``field``, the message starts with its label (given to ``fn`` in ``args``), and the
+    field (narrowed to ``subfield``) is the error's place."""
     try:
         return fn(*args)
     except DmlError as e:
-        raise type(e)(f"{names.op}: {e}") from None
+        if field is None:
+            raise names.error(type(e), str(e)) from None
+        raise names.wrap(e, field, subfield) from None
 
 
 def dtype_of(value: Any, names: Names, field: str) -> DataType:
-    return reraise(names, data_type, value, f"{names(field)} has data type")
+    return reraise(names, data_type, value, f"{names(field)} has data type", field=field,
+                   subfield="data_type")
 
 
 def operator_row(op: str, level: FeatureLevel | None, names: Names) -> Row:
     """The support row of ``op`` at ``level``; an operator the level lacks is unsupported."""
     info = OPERATORS[op]
     row = info.row(level)
-    if row is None:
+    if row is None:     # (about the operator itself: its place is the operator type)
         raise names.unsupported(f"{info.operator_type} needs feature level {info.since} or "
-                                f"later; the target level is {level}")
+                                f"later; the target level is {level}", field="operator_type")
     return row
 
 
@@ -112,8 +119,10 @@ def check_type(op: str, level: FeatureLevel | None, row: Row, role: str, dt: Dat
     hint = f" ({dt.name} needs feature level {later} or later)" if later and level is not None \
         and later > level else ""
     listed = ", ".join(t.name for t in DataType if t in allowed)
-    raise names.unsupported(f"{names(field)} has data type {dt.name}, which {_level_text(level)} "
-                            f"does not support here; accepted: {listed}{hint}")
+    raise names.unsupported(lambda n: f"{n(field)} has data type {dt.name}, which "
+                                      f"{_level_text(level)} does not support here; accepted: "
+                                      f"{listed}{hint}",
+                            subfield="data_type")
 
 
 def check_rank(op: str, level: FeatureLevel | None, row: Row, rank: int, names: Names,
@@ -124,6 +133,6 @@ def check_rank(op: str, level: FeatureLevel | None, row: Row, rank: int, names: 
     hint = f" ({rank}-D needs feature level {later} or later)" if later and level is not None \
         and later > level else ""
     listed = ", ".join(str(r) for r in sorted(row.ranks))
-    raise names.unsupported(f"{names(field)} is {rank}-D; {_level_text(level)} accepts a "
-                            f"{what} of rank {listed}{hint}")
+    raise names.unsupported(lambda n: f"{n(field)} is {rank}-D; {_level_text(level)} accepts a "
+                                      f"{what} of rank {listed}{hint}", subfield="sizes")
 

@@ -49,8 +49,8 @@ def stand_in(x: Any, names: Names, field: str = "x") -> np.ndarray:
     """A NumPy array of ``x``'s shape and type holding no data (every element the same one),
     for the in-memory validation and planning."""
     if any(isinstance(n, float) and math.isnan(n) for n in x.shape):
-        raise names.invalid(f"{names(field)} has chunks of unknown size (shape {x.shape}); "
-                            f"call {field}.compute_chunk_sizes() first")
+        raise names.invalid(lambda n: f"{n(field)} has chunks of unknown size (shape {x.shape}); "
+                                      f"call {field}.compute_chunk_sizes() first")
     try:
         one = np.zeros(1, x.dtype)
     except TypeError:
@@ -69,8 +69,8 @@ def output_chunks(chunks: Chunks | None, out_shape: Any, dtype: Any, names: Name
         return normalize_chunks(default if chunks is None else chunks, tuple(out_shape),
                                 dtype=np.dtype(dtype))
     except (ValueError, TypeError) as e:
-        raise names.invalid(f"chunks = {chunks!r} cannot chunk an output of shape "
-                            f"{tuple(out_shape)}: {e}") from None
+        raise names.invalid(lambda n: f"{n('chunks')} = {chunks!r} cannot chunk an output of "
+                                      f"shape {tuple(out_shape)}: {e}") from None
 
 
 def _pieces(n: int, beside: tuple[int, ...]) -> tuple[int, ...]:

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgumentError, UnsupportedError
+from .errors import Names
 
 METHODS = ("average", "max")
 SPACE = "zyx"
 # an axis letter's NGFF type
 TYPES = {"t": "time", "c": "channel", "z": "space", "y": "space", "x": "space"}
+_PYRAMID, _WRITE = Names("pyramid"), Names("write_pyramid")
 
 
 def _axes(axes: str | None, ndim: int) -> str:
@@ -34,35 +35,36 @@ def _axes(axes: str | None, ndim: int) -> str:
     ``ndim`` of ``tczyx``."""
     if axes is None:
         if not 2 <= ndim <= 5:
-            raise UnsupportedError(f"pyramid: an array of {ndim} dimensions needs axes = "
-                                   f"letters naming them (2 to 5 of tczyx)")
+            raise _PYRAMID.unsupported(lambda n: f"an array of {ndim} dimensions needs "
+                                                 f"{n('axes')} = letters naming them (2 to 5 "
+                                                 f"of tczyx)")
         return "tczyx"[-ndim:]
     if not isinstance(axes, str) or len(axes) != ndim or len(set(axes)) != ndim or \
             any(a not in TYPES for a in axes):
-        raise InvalidArgumentError(f"pyramid: axes = {axes!r} must name each of the "
-                                   f"{ndim} dimensions once with letters of 'tczyx'")
+        raise _PYRAMID.invalid(lambda n: f"{n('axes')} = {axes!r} must name each of the "
+                                         f"{ndim} dimensions once with letters of 'tczyx'")
     spatial = [a for a in axes if a in SPACE]
     if not spatial or axes[-len(spatial):] != "".join(spatial) or \
             "".join(spatial) != "".join(a for a in SPACE if a in spatial):
-        raise InvalidArgumentError(f"pyramid: axes = {axes!r}: the spatial axes (z, y, x, in "
-                                   f"that order) come last, at least one")
+        raise _PYRAMID.invalid(lambda n: f"{n('axes')} = {axes!r}: the spatial axes (z, y, x, "
+                                         f"in that order) come last, at least one")
     if len(axes) - len(spatial) > 2:
-        raise UnsupportedError(f"pyramid: axes = {axes!r}: at most two axes before the "
-                               f"spatial ones (t and c)")
+        raise _PYRAMID.unsupported(lambda n: f"{n('axes')} = {axes!r}: at most two axes "
+                                             f"before the spatial ones (t and c)")
     return axes
 
 
 def _check(method: Any, factor: Any, levels: Any) -> None:
     if method not in METHODS:
-        raise InvalidArgumentError(f"pyramid: method = {method!r} must be one of "
-                                   f"{', '.join(METHODS)}")
+        raise _PYRAMID.invalid(lambda n: f"{n('method')} = {method!r} must be one of "
+                                         f"{', '.join(METHODS)}")
     if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor < 2:
-        raise InvalidArgumentError(f"pyramid: factor = {factor!r} must be an integer of at "
-                                   f"least 2")
+        raise _PYRAMID.invalid(lambda n: f"{n('factor')} = {factor!r} must be an integer of "
+                                         f"at least 2")
     if levels is not None and (isinstance(levels, bool) or
                                not isinstance(levels, (int, np.integer)) or levels < 1):
-        raise InvalidArgumentError(f"pyramid: levels = {levels!r} must be a positive integer "
-                                   f"(level 0, the source, included)")
+        raise _PYRAMID.invalid(lambda n: f"{n('levels')} = {levels!r} must be a positive "
+                                         f"integer (level 0, the source, included)")
 
 
 def pyramid(array: Any, levels: int | None = None, *, method: str = "average", factor: int = 2,
@@ -149,17 +151,16 @@ def write_pyramid(levels: list[Any], url: str, *, axes: str | None = None,
     from . import _zarrio
 
     if ngff not in ("0.4", "0.5"):
-        raise InvalidArgumentError(f"write_pyramid: ngff = {ngff!r} must be '0.4' or '0.5'")
+        raise _WRITE.invalid(lambda n: f"{n('ngff')} = {ngff!r} must be '0.4' or '0.5'")
     if not levels:
-        raise InvalidArgumentError("write_pyramid: levels is empty")
+        raise _WRITE.invalid(lambda n: f"{n('levels')} is empty")
     names = _axes(axes, levels[0].ndim)
     split = _zarrio.split(str(url)) if str(url).rstrip("/").lower().endswith(".zarr") else None
     if split is None or split[1]:
-        raise InvalidArgumentError(f"write_pyramid: {str(url)!r} must name a store ending in "
-                                   f".zarr")
+        raise _WRITE.invalid(f"{str(url)!r} must name a store ending in .zarr", field="url")
     store = split[0] if _zarrio.is_url(split[0]) else Path(split[0]).absolute()
     if not _zarrio.is_url(store) and Path(store).exists():
-        raise InvalidArgumentError(f"write_pyramid: {str(store)!r} exists; remove it first")
+        raise _WRITE.invalid(f"{str(store)!r} exists; remove it first", field="url")
     if name is None:        # (the store's name: "scan" for s3://bucket/scan.zarr)
         name = str(url).rstrip("/").rsplit("/", 1)[-1][:-len(".zarr")]
     staged = _zarrio.Staged(storage_options, zarr_format=2 if ngff == "0.4" else 3,

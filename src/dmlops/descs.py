@@ -32,7 +32,7 @@ from ._plancache import planned
 from .dtypes import DataType, PaddingMode, data_type, feature_level as _feature_level
 from .dtypes import padding_mode
 from ._call import Call
-from .errors import DmlError, InvalidArgumentError, Names
+from .errors import DmlError, Names
 from .padding import (PadPlan, check_pad_values, convert_value, exact_value, float32_field,
                       mode_value, pad_lengths, plan_padding, run_padding)
 from .support import OPERATORS
@@ -369,7 +369,7 @@ def _tensor_phase1(desc: Any, names: Names) -> None:
         t = getattr(desc, field)
         if t is None:
             if not optional:
-                raise names.invalid(f"{field} is required")
+                raise names.invalid(lambda n: f"{n(field)} is required")
             continue
         check_tensor_desc(t, names, field)
 
@@ -381,15 +381,16 @@ def _tensor_phase3(desc: Any, names: Names) -> None:
             continue
         check_tensor_values(t, names, field)
         if kind == OUT and t.strides is not None and strides_alias(t.sizes, t.strides):
-            raise names.invalid(f"{field}.strides = {list(t.strides)} make two elements of "
-                                f"sizes {list(t.sizes)} share memory; an output's elements "
-                                f"must be distinct")
+            raise names.invalid(lambda n: f"{n(field, subfield='strides')} = {list(t.strides)} "
+                                          f"make two elements of sizes {list(t.sizes)} share "
+                                          f"memory; an output's elements must be distinct")
 
 
 def _check_dimension_count(desc: Any, names: Names, k: int, what: str) -> None:
     dc = desc.dimension_count
     if dc is not None and (not is_int(dc) or dc != k):
-        raise names.invalid(f"dimension_count = {dc!r} does not match {what} ({k})")
+        raise names.invalid(lambda n: f"{n('dimension_count')} = {dc!r} does not match {what} "
+                                      f"({k})")
 
 
 def _pool_params(desc: Any, names: Names, rank: Any) -> _pool.WindowParams:
@@ -401,7 +402,7 @@ def _pool_params(desc: Any, names: Names, rank: Any) -> _pool.WindowParams:
 def _bool_field(desc: Any, names: Names, field: str) -> bool:
     value = getattr(desc, field)
     if not isinstance(value, (bool, np.bool_)):
-        raise names.invalid(f"{field} = {value!r} must be a bool (or 0/1)")
+        raise names.invalid(lambda n: f"{n(field)} = {value!r} must be a bool (or 0/1)")
     return bool(value)
 
 
@@ -466,14 +467,16 @@ def _compile_pool(desc: Any, level: FeatureLevel | None, names: Names) -> _pool.
     if kind == "max" and getattr(desc, "output_indices_tensor", None) is not None:
         idx = desc.output_indices_tensor
         if idx.sizes != geometry.output_sizes:
-            raise names.invalid(f"output_indices_tensor.sizes = {list(idx.sizes)} must equal "
-                                f"output_tensor.sizes {list(geometry.output_sizes)}")
+            raise names.invalid(lambda n: f"{n('output_indices_tensor', subfield='sizes')} = "
+                                          f"{list(idx.sizes)} must equal "
+                                          f"{n('output_tensor', subfield='sizes')} "
+                                          f"{list(geometry.output_sizes)}")
         _pool.check_index_type(x.sizes, idx.data_type, names, "indices")
         idx_dt = idx.data_type
     if kind == "max_grad" and desc.output_gradient_tensor.sizes != x.sizes:
-        raise names.invalid(f"output_gradient_tensor.sizes = "
-                            f"{list(desc.output_gradient_tensor.sizes)} must equal "
-                            f"input_tensor.sizes {list(x.sizes)}")
+        raise names.invalid(lambda n: f"{n('output_gradient_tensor', subfield='sizes')} = "
+                                      f"{list(desc.output_gradient_tensor.sizes)} must equal "
+                                      f"{n('input_tensor', subfield='sizes')} {list(x.sizes)}")
     if quant is not None:
         for field in ("input_scale_tensor", "input_zero_point_tensor", "output_scale_tensor",
                       "output_zero_point_tensor"):
@@ -511,12 +514,14 @@ def _compile_roi(desc: Any, level: FeatureLevel | None, names: Names) -> _pool.R
     scale = _pool.check_spatial_scale(desc.spatial_scale, names)
     pooled = _pool.check_pooled_size(desc.pooled_size, names)
     if rois.sizes[:2] != (1, 1) or rois.sizes[3] != 5:
-        raise names.invalid(f"roi_tensor.sizes = {list(rois.sizes)}; expected [1, 1, NumROIs, "
-                            f"5] (rows [batch, x1, y1, x2, y2])")
+        raise names.invalid(lambda n: f"{n('roi_tensor', subfield='sizes')} = {list(rois.sizes)}; "
+                                      f"expected [1, 1, NumROIs, 5] (rows [batch, x1, y1, x2, "
+                                      f"y2])")
     expected = (rois.sizes[2], x.sizes[1]) + pooled
     if y.sizes != expected:
-        raise names.invalid(f"output_tensor.sizes = {list(y.sizes)} must be [NumROIs, C, "
-                            f"pooled height, pooled width] = {list(expected)}")
+        raise names.invalid(lambda n: f"{n('output_tensor', subfield='sizes')} = {list(y.sizes)} "
+                                      f"must be [NumROIs, C, pooled height, pooled width] = "
+                                      f"{list(expected)}")
     return _pool.RoiPlan(desc._op, x.data_type, x.sizes, rois.sizes[2], scale, pooled)
 
 
@@ -524,14 +529,16 @@ def _quant_desc_types(desc: Any, names: Names) -> bool:
     for field in ("input_scale_tensor", "output_scale_tensor"):
         t = getattr(desc, field)
         if t.data_type != DataType.FLOAT32:
-            raise names.unsupported(f"{field} has data type {t.data_type.name}; scales are "
-                                    f"FLOAT32")
+            raise names.unsupported(lambda n: f"{n(field)} has data type {t.data_type.name}; "
+                                              f"scales are FLOAT32", subfield="data_type")
     for field, owner in (("input_zero_point_tensor", "input_tensor"),
                          ("output_zero_point_tensor", "output_tensor")):
         t = getattr(desc, field)
         if t is not None and t.data_type != getattr(desc, owner).data_type:
-            raise names.unsupported(f"{field} has data type {t.data_type.name}; it must match "
-                                    f"{owner} ({getattr(desc, owner).data_type.name})")
+            raise names.unsupported(lambda n: f"{n(field)} has data type {t.data_type.name}; it "
+                                              f"must match {n(owner)} "
+                                              f"({getattr(desc, owner).data_type.name})",
+                                    subfield="data_type")
     return True
 
 
@@ -543,10 +550,10 @@ def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> PadPlan
                         desc.padding_mode)
     if op == "PADDING1" and desc.padding_value_data_type is not None:
         vdt = reraise(names, data_type, desc.padding_value_data_type,
-                      "padding_value_data_type")
+                      names("padding_value_data_type"), field="padding_value_data_type")
         if vdt != y.data_type:
-            raise names.invalid(f"padding_value_data_type = {vdt.name} must equal the output "
-                                f"type {y.data_type.name}")
+            raise names.invalid(lambda n: f"{n('padding_value_data_type')} = {vdt.name} must "
+                                          f"equal the output type {y.data_type.name}")
     _check_dimension_count(desc, names, x.rank, f"the {x.rank}-D input's rank")
     start, end = pad_lengths(desc.start_padding, desc.end_padding, x.rank, names,
                              allow_scalar=True)
@@ -555,9 +562,10 @@ def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> PadPlan
     expected = tuple(n + a + b for n, a, b in zip(x.sizes, start, end))
     if y.sizes != expected:
         d = next(i for i in range(len(expected)) if y.sizes[i] != expected[i])
-        raise names.invalid(f"output_tensor.sizes[{d}] = {y.sizes[d]} must be input size "
-                            f"{x.sizes[d]} + start_padding {start[d]} + end_padding {end[d]} "
-                            f"= {expected[d]}")
+        raise names.invalid(lambda n: f"{n('output_tensor', d, 'sizes')} = {y.sizes[d]} must be "
+                                      f"input size {x.sizes[d]} + {n('start_padding')} "
+                                      f"{start[d]} + {n('end_padding')} {end[d]} = "
+                                      f"{expected[d]}")
     if op == "PADDING":
         value = mode_value(mode, x.data_type, lambda: convert_value(
             float32_field(desc.padding_value, names, "value"), x.data_type, names))
@@ -583,14 +591,14 @@ def compile_operator(desc: _Desc, feature_level: FeatureLevelLike = None, *,
     """Validate ``desc`` against ``feature_level`` (``None``: extended mode) once, and return
     an operator that executes many times."""
     if not isinstance(desc, _Desc):
-        raise InvalidArgumentError(
-            f"compile_operator: desc must be one of the description classes "
-            f"({', '.join(c.__name__ for c in DESC_CLASSES.values())}), got "
-            f"{type(desc).__name__}")
+        raise Names("compile_operator").invalid(
+            lambda n: f"{n('desc')} must be one of the description classes "
+                      f"({', '.join(c.__name__ for c in DESC_CLASSES.values())}), got "
+                      f"{type(desc).__name__}")
     names = _names(desc)
-    level = reraise(names, _feature_level, feature_level)
+    level = reraise(names, _feature_level, feature_level, field="feature_level")
     plan = planned(_plan, (), desc, level)
-    name, kernels = reraise(names, resolve_backend, backend)
+    name, kernels = reraise(names, resolve_backend, backend, field="backend")
     return CompiledOperator(desc, level, plan, name, kernels)
 
 
@@ -621,10 +629,10 @@ class CompiledOperator:
         for key in bindings:
             if key not in known:
                 raise names.invalid(f"execute: unknown bind point {key!r}; this operator's "
-                                    f"bind points are {', '.join(known)}")
+                                    f"bind points are {', '.join(known)}", field=key)
             if getattr(desc, key) is None and bindings[key] is not None:
-                raise names.invalid(f"execute: {key} is bound, but the description leaves it "
-                                    f"out")
+                raise names.invalid(lambda n: f"execute: {n(key)} is bound, but the description "
+                                              f"leaves it out")
         if any(_dask.is_dask(v) for v in bindings.values()):
             return self._execute_lazy(bindings, known, names)
         views, given = {}, {}
@@ -635,7 +643,7 @@ class CompiledOperator:
             value = bindings.get(field)
             if value is None:
                 if kind == IN:
-                    raise names.invalid(f"execute: the input {field} is not bound")
+                    raise names.invalid(lambda n: f"execute: the input {n(field)} is not bound")
                 continue
             views[field] = bind(value, t, names, field, output=(kind == OUT))
             given[field] = value
@@ -674,27 +682,28 @@ class CompiledOperator:
             t, value = getattr(desc, field), bindings.get(field)
             if t is None or value is None:
                 if kind == IN and t is not None:
-                    raise names.invalid(f"execute: the input {field} is not bound")
+                    raise names.invalid(lambda n: f"execute: the input {n(field)} is not bound")
                 continue
             if kind == OUT:
-                raise names.unsupported(f"execute: {field} is bound, but the inputs are Dask "
-                                        f"arrays: the outputs are new lazy arrays (store them "
-                                        f"with dask.array.store)")
+                raise names.unsupported(lambda n: f"execute: {n(field)} is bound, but the inputs "
+                                                  f"are Dask arrays: the outputs are new lazy "
+                                                  f"arrays (store them with dask.array.store)")
             if field in _STAY_NUMPY and _dask.is_dask(value):
-                raise names.unsupported(f"{names(field)} is a Dask array; ROI boxes and "
-                                        f"quantization scales and zero points stay NumPy "
-                                        f"(SPEC 6)")
+                raise names.unsupported(lambda n: f"{n(field)} is a Dask array; ROI boxes and "
+                                                  f"quantization scales and zero points stay NumPy "
+                                                  f"(SPEC 6)")
             if not _dask.is_dask(value):
                 views[field] = bind(value, t, names, field, output=False)
                 lazy[field] = da.from_array(np.ascontiguousarray(views[field]), chunks=-1)
                 continue
             if value.dtype != t.dtype:
-                raise names.unsupported(f"{names(field)} has dtype {value.dtype}; the "
-                                        f"description says {t.data_type.name} ({t.dtype}), "
-                                        f"and bindings are not cast")
+                raise names.unsupported(lambda n: f"{n(field)} has dtype {value.dtype}; the "
+                                                  f"description says {t.data_type.name} "
+                                                  f"({t.dtype}), and bindings are not cast")
             if tuple(value.shape) != tuple(t.sizes):
-                raise names.invalid(f"{names(field)} is a Dask array of shape {value.shape}; "
-                                    f"a Dask binding must have the tensor's sizes {t.sizes}")
+                raise names.invalid(lambda n: f"{n(field)} is a Dask array of shape {value.shape}; "
+                                              f"a Dask binding must have the tensor's sizes "
+                                              f"{t.sizes}")
             lazy[field] = value
         outs = [(f, getattr(desc, f).sizes, getattr(desc, f).dtype) for f, (k, _) in known.items()
                 if k == OUT and getattr(desc, f) is not None]

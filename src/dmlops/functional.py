@@ -67,12 +67,12 @@ def _not_lazy(x: object, names: Names, field: str) -> None:
     argument must stay NumPy (SPEC 6: ROI boxes, quantization scales and zero points)."""
     module = type(x).__module__.split(".")[0]
     if module == "dask":
-        raise names.unsupported(f"{names(field)} is a Dask array; ROI boxes and quantization "
-                                f"scales and zero points stay NumPy (SPEC 6): pass "
-                                f"{field}.compute()")
+        raise names.unsupported(lambda n: f"{n(field)} is a Dask array; ROI boxes and quantization "
+                                          f"scales and zero points stay NumPy (SPEC 6): pass "
+                                          f"{field}.compute()")
     if module in ("cupy", "cupyx"):
-        raise names.unsupported(f"{names(field)} is a {module} array; {module} inputs arrive "
-                                f"with a later version of dmlops (pass a NumPy array)")
+        raise names.unsupported(lambda n: f"{n(field)} is a {module} array; {module} inputs arrive "
+                                          f"with a later version of dmlops (pass a NumPy array)")
 
 
 def _input(x: object, op: str, field: str = "x") -> NDArray[Any]:
@@ -87,7 +87,8 @@ def _input(x: object, op: str, field: str = "x") -> NDArray[Any]:
         try:
             x = np.asarray(x)
         except (ValueError, TypeError) as e:    # (ragged nested lists, among others)
-            raise Names(op).invalid(f"{field} cannot be read as an array: {e}") from None
+            raise Names(op).invalid(lambda n: f"{n(field)} cannot be read as an array: "
+                                              f"{e}") from None
     if x.dtype not in NATIVE_DTYPES:    # (the others need normalising, or are errors)
         dtype_of(x.dtype, Names(op), field)
     return x
@@ -102,17 +103,18 @@ def _from_dlpack(x: Any, names: Names, field: str) -> NDArray[Any]:
     except (AttributeError, TypeError, ValueError, BufferError):
         device = None
     if device is not None and int(device[0]) != 1:      # (kDLCPU)
-        raise names.unsupported(f"{names(field)} lives on device {tuple(device)} (DLPack's "
-                                f"numbering); dmlops reads CPU memory: pass {field}.cpu()")
+        raise names.unsupported(lambda n: f"{n(field)} lives on device {tuple(device)} (DLPack's "
+                                          f"numbering); dmlops reads CPU memory: pass "
+                                          f"{field}.cpu()")
     if getattr(x, "requires_grad", False):
-        raise names.unsupported(f"{names(field)} requires a gradient; dmlops's results would "
-                                f"not take part in autograd: pass {field}.detach()")
+        raise names.unsupported(lambda n: f"{n(field)} requires a gradient; dmlops's results would "
+                                          f"not take part in autograd: pass {field}.detach()")
     try:
         return np.from_dlpack(x)
     except (BufferError, TypeError, ValueError, RuntimeError) as e:
-        raise names.unsupported(f"{names(field)} ({type(x).__module__}.{type(x).__name__}, "
-                                f"dtype {getattr(x, 'dtype', '?')}) cannot be read in place "
-                                f"as a NumPy array: {e}") from None
+        raise names.unsupported(lambda n: f"{n(field)} ({type(x).__module__}.{type(x).__name__}, "
+                                          f"dtype {getattr(x, 'dtype', '?')}) cannot be read in "
+                                          f"place as a NumPy array: {e}") from None
 
 
 def _is_torch(x: object) -> bool:
@@ -187,8 +189,9 @@ def _callers_kind(fn: _F) -> _F:
                 ops = importlib.import_module("dmlops.torch")
             if kw.pop("backend", None) is not None or kw.pop("chunks", None) is not None:
                 raise Names(fn.__name__).unsupported(
-                    "backend= and chunks= are for NumPy and Dask inputs; a tensor that "
-                    "requires a gradient runs on the cpu backend")
+                    lambda n: f"{n('backend')}= and {n('chunks')}= are for NumPy and Dask "
+                              f"inputs; a tensor that requires a gradient runs on the cpu "
+                              f"backend")
             return getattr(ops, fn.__name__)(*args, **kw)
         if out is not None:
             names = Names(fn.__name__)
@@ -328,24 +331,25 @@ def _full_sizes(sizes: Any, like: Sequence[int], names: Names, field: str) -> tu
         return tuple(like[:2]) + values
     if len(values) == rank:
         return values
-    raise names.invalid(f"{field} has {len(values)} values {list(values)}; expected {k} "
-                        f"(spatial sizes) or {rank} (full sizes, N and C first)")
+    raise names.invalid(lambda n: f"{n(field)} has {len(values)} values {list(values)}; "
+                                  f"expected {k} (spatial sizes) or {rank} (full sizes, N and C "
+                                  f"first)")
 
 
 def _out_type(out: object, dt: DataType, names: Names, field: str) -> None:
     """Phase 1 check of an ``out=`` array (its facts, to a planner): an array of the right
     dtype."""
     if not isinstance(out, ArrayFacts):
-        raise names.invalid(f"{names(field)} must be a NumPy array, got {type(out).__name__}")
+        raise names.invalid(lambda n: f"{n(field)} must be a NumPy array, got {type(out).__name__}")
     if native_dtype(out) != dt.dtype:
-        raise names.unsupported(f"{names(field)} has dtype {out.dtype}; expected {dt.dtype}")
+        raise names.unsupported(lambda n: f"{n(field)} has dtype {out.dtype}; expected {dt.dtype}")
 
 
 def _out_values(out: ArrayFacts, shape: Sequence[int], names: Names, field: str) -> None:
     if out.shape != tuple(shape):
-        raise names.invalid(f"{names(field)} has shape {out.shape}; expected {tuple(shape)}")
+        raise names.invalid(lambda n: f"{n(field)} has shape {out.shape}; expected {tuple(shape)}")
     if not out.flags.writeable:
-        raise names.invalid(f"{names(field)} is read-only; out= must be writable")
+        raise names.invalid(lambda n: f"{n(field)} is read-only; out= must be writable")
     check_distinct(out, names, field)
 
 
@@ -365,8 +369,9 @@ def _call(names: Names, plan: object, inputs: Sequence[str], outs: Sequence[Any]
 def _spatial_sizes_ok(sizes: Sequence[int], names: Names, field: str = "input") -> None:
     for d in range(2, len(sizes)):
         if sizes[d] < 1:
-            raise names.invalid(f"{names(field)} has spatial size {sizes[d]} in dimension {d}; "
-                                f"spatial sizes must be at least 1 (only N or C may be 0)")
+            raise names.invalid(lambda n: f"{n(field)} has spatial size {sizes[d]} in dimension "
+                                          f"{d}; spatial sizes must be at least 1 (only N or C may "
+                                          f"be 0)")
 
 
 def _geometry(row: Row, names: Names, x: ArrayFacts, window_size: Any, strides: Any,
@@ -381,7 +386,7 @@ def _geometry(row: Row, names: Names, x: ArrayFacts, window_size: Any, strides: 
 
 def _include_padding(value: object, names: Names) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise names.invalid(f"include_padding = {value!r} must be a bool")
+        raise names.invalid(lambda n: f"{n('include_padding')} = {value!r} must be a bool")
     return bool(value)
 
 
@@ -481,8 +486,9 @@ def _plan_max_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
         if out is not None:
             if not (isinstance(out, (tuple, list)) and len(out) == 2
                     and all(isinstance(o, ArrayFacts) for o in out)):
-                raise names.invalid(f"out must be a pair (values, indices) of NumPy arrays "
-                                    f"when output_indices=True, got {type(out).__name__}")
+                raise names.invalid(lambda n: f"{n('out')} must be a pair (values, indices) of "
+                                              f"NumPy arrays when output_indices=True, got "
+                                              f"{type(out).__name__}")
             outs = list(out)
             _out_type(outs[0], dt, names, "output")
             _out_type(outs[1], idx_dt, names.with_fields(indices=("out[1]", 0)), "indices")
@@ -614,8 +620,8 @@ def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1
     divided by the stride.
     """
     if not isinstance(output_indices, (bool, np.bool_, int, np.integer)):
-        raise Names("max_pooling").invalid(f"output_indices = {output_indices!r} must be a "
-                                           f"bool")
+        raise Names("max_pooling").invalid(lambda n: f"{n('output_indices')} = "
+                                                     f"{output_indices!r} must be a bool")
     pair = bool(output_indices)
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_pooling("max_pooling", x, out, backend, chunks, _plan_max_pooling,
@@ -725,12 +731,14 @@ def _plan_average_pooling_grad(dy: ArrayFacts, out: Any, window_size: Any, input
     sizes = _full_sizes(input_sizes, dy.shape, names, "input_sizes")
     _spatial_sizes_ok(dy.shape, names)
     offset = 0 if is_int(input_sizes) or len(sizes) == len(tuple(input_sizes)) else -2
+    given = names.with_fields(input_sizes=("input_sizes", offset))     # (as the caller gave it)
     for d, v in enumerate(sizes):
         if d < 2 and v != dy.shape[d]:
-            raise names.invalid(f"input_sizes[{d}] = {v} must equal dy's "
-                                f"{'N' if d == 0 else 'C'} ({dy.shape[d]})")
+            raise names.invalid(lambda n: f"{n('input_sizes', d)} = {v} must equal "
+                                          f"{n('input')}'s {'N' if d == 0 else 'C'} "
+                                          f"({dy.shape[d]})")
         if d >= 2 and v < 1:
-            raise names.invalid(f"input_sizes[{d + offset}] = {v} must be at least 1")
+            raise given.invalid(lambda n: f"{n('input_sizes', d)} = {v} must be at least 1")
     g = _pool.geometry(row, names, sizes, params, dy.shape)
     include = _include_padding(include_padding, names)
     _pool.check_divisors(names, g, include)
@@ -876,8 +884,9 @@ def _plan_max_unpooling(x: ArrayFacts, indices: ArrayFacts, out: Any, output_siz
         _out_type(out, dt, names, "output")
     sizes = as_int_tuple(output_sizes, names, "output_sizes")
     if len(sizes) != x.ndim:
-        raise names.invalid(f"output_sizes has {len(sizes)} values {list(sizes)}; expected "
-                            f"{x.ndim}, the full output shape (the input's rank)")
+        raise names.invalid(lambda n: f"{n('output_sizes')} has {len(sizes)} values "
+                                      f"{list(sizes)}; expected {x.ndim}, the full output shape "
+                                      f"(the input's rank)")
     _spatial_sizes_ok(x.shape, names)
     _pool.unpool_sizes(x.shape, indices.shape, sizes, names)
     plan = _pool.UnpoolPlan("MAX_UNPOOLING", dt, idt, x.shape, sizes)
@@ -958,8 +967,8 @@ def _plan_roi_pooling(x: ArrayFacts, rois: ArrayFacts, out: Any, spatial_scale: 
     if out is not None:
         _out_type(out, dt, names, "output")
     if rois.shape[-1:] != (5,) or (rois.ndim == 4 and rois.shape[:2] != (1, 1)):
-        raise names.invalid(f"rois has shape {rois.shape}; expected (R, 5) or (1, 1, R, 5), "
-                            f"rows [batch, x1, y1, x2, y2]")
+        raise names.invalid(lambda n: f"{n('rois')} has shape {rois.shape}; expected (R, 5) or "
+                                      f"(1, 1, R, 5), rows [batch, x1, y1, x2, y2]")
     pooled = _pool.check_pooled_size(pooled_size, names)
     scale = _pool.check_spatial_scale(spatial_scale, names)
     _spatial_sizes_ok(x.shape, names)
@@ -1032,11 +1041,11 @@ def _zero_point(zp: object, dt: DataType, names: Names, field: str) -> None:
     if isinstance(zp, (np.ndarray, np.generic)):
         zdt = dtype_of(zp.dtype, names, field)
         if zdt != dt:
-            raise names.unsupported(f"{names(field)} has dtype {zp.dtype}; a zero-point array "
-                                    f"must have its tensor's type {dt.dtype}")
+            raise names.unsupported(lambda n: f"{n(field)} has dtype {zp.dtype}; a zero-point "
+                                              f"array must have its tensor's type {dt.dtype}")
     elif zp is not None and not is_int(zp):
-        raise names.invalid(f"{names(field)} = {zp!r} must be an integer, a NumPy array of "
-                            f"{dt.dtype}, or None")
+        raise names.invalid(lambda n: f"{n(field)} = {zp!r} must be an integer, a NumPy array of "
+                                      f"{dt.dtype}, or None")
 
 
 def _zero_point_values(zp: Any, dt: DataType, names: Names, field: str) -> NDArray[np.int64]:
@@ -1054,8 +1063,8 @@ def _scale(s: object, names: Names, field: str) -> NDArray[np.float32]:
     try:
         arr = np.asarray(s, dtype=np.float64)
     except (TypeError, ValueError):
-        raise names.invalid(f"{names(field)} = {s!r} must be a number or an array of "
-                            f"numbers") from None
+        raise names.invalid(lambda n: f"{n(field)} = {s!r} must be a number or an array of "
+                                      f"numbers") from None
     with np.errstate(over="ignore"):
         return arr.astype(np.float32)
 
@@ -1069,23 +1078,26 @@ def _plan_quantized(x: ArrayFacts, out: Any, input_scale: Any, input_zero_point:
     op = "QUANTIZED_LINEAR_AVERAGE_POOLING"
     row = _pool.check_tensor_types(op, None, names, [("input", "data", dt, x.ndim)])
     # output type: output_dtype, out.dtype, output zero point's dtype, else the input's
-    candidates = []
+    # ((field, subfield), type) of each
+    candidates: list[tuple[tuple[str, str | None], DataType]] = []
     if output_dtype is not None:
-        candidates.append(("output_dtype", dtype_of(output_dtype, names, "output_dtype")))
+        candidates.append((("output_dtype", None), dtype_of(output_dtype, names, "output_dtype")))
     if out is not None:
         if not isinstance(out, ArrayFacts):
-            raise names.invalid(f"out must be a NumPy array, got {type(out).__name__}")
-        candidates.append(("out.dtype", dtype_of(native_dtype(out), names, "output")))
+            raise names.invalid(lambda n: f"{n('out')} must be a NumPy array, got "
+                                          f"{type(out).__name__}")
+        candidates.append((("out", "dtype"), dtype_of(native_dtype(out), names, "output")))
     if isinstance(output_zero_point, (np.ndarray, np.generic)):
-        candidates.append(("output_zero_point.dtype",
+        candidates.append((("output_zero_point", "dtype"),
                            dtype_of(output_zero_point.dtype, names, "output_zero_point")))
-    for (n1, d1), (n2, d2) in zip(candidates, candidates[1:]):
+    for ((f1, s1), d1), ((f2, s2), d2) in zip(candidates, candidates[1:]):
         if d1 != d2:
-            raise names.unsupported(f"{n1} is {d1.name} but {n2} is {d2.name}; the output type "
-                                    f"must agree")
-    source, out_dt = candidates[0] if candidates else ("x", dt)
+            raise names.unsupported(lambda n: f"{n(f1, subfield=s1)} is {d1.name} but "
+                                              f"{n(f2, subfield=s2)} is {d2.name}; the output "
+                                              f"type must agree")
+    (source, _), out_dt = candidates[0] if candidates else (("input", None), dt)
     check_type(op, None, row, "output", out_dt,
-               names.with_fields(output=(source.replace(".dtype", ""), 0)), "output")
+               names.with_fields(output=(names(source), 0)), "output")
     _zero_point(input_zero_point, dt, names, "input_zero_point")
     _zero_point(output_zero_point, out_dt, names, "output_zero_point")
     s_in = _scale(input_scale, names, "input_scale")
@@ -1201,11 +1213,12 @@ def _lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend:
     names = Names(op)
     if not any(_dask.is_dask(a) for _, a in arrays):
         field, a = arrays[0]
-        raise names.invalid(f"chunks = {chunks!r} is for Dask inputs; {field} is a "
-                            f"{type(a).__name__}")
+        raise names.invalid(lambda n: f"{n('chunks')} = {chunks!r} is for Dask inputs; "
+                                      f"{n(field)} is a {type(a).__name__}")
     if out is not None:
-        raise names.unsupported("out = an array is for NumPy inputs: a Dask input gives a new "
-                                "lazy array (store it with dask.array.store)")
+        raise names.unsupported(lambda n: f"{n('out')} = an array is for NumPy inputs: a Dask "
+                                          f"input gives a new lazy array (store it with "
+                                          f"dask.array.store)")
     stands, lazy = [], []
     for field, a in arrays:
         if _dask.is_dask(a):
@@ -1338,8 +1351,9 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
         _kernels(call, backend)     # (a backend's error before the arrays')
         if y.size:
             if plan.mode != PaddingMode.CONSTANT:
-                raise call.names.invalid(f"x has shape {x.shape}; only constant padding can "
-                                         f"pad an empty dimension")
+                raise call.names.invalid(lambda n: f"{n('input')} has shape {x.shape}; only "
+                                                   f"constant padding can pad an empty "
+                                                   f"dimension")
             y[...] = plan.value
         return y
     _execute(call, backend, x, [y])

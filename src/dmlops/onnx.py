@@ -81,7 +81,7 @@ def _in_node(label: str) -> Iterator[Any]:
     except DmlError as e:
         if str(e).startswith(label):
             raise
-        raise type(e)(f"{label}: {e}") from None
+        raise e.prefixed(label) from None
 
 
 def _attributes(node: Any, label: Any) -> dict[str, Any]:

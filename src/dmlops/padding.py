@@ -42,11 +42,11 @@ class PadPlan:
 
 def check_mode(op: str, level: FeatureLevel | None, row: Row, mode: object, names: Names
                ) -> PaddingMode:
-    mode = reraise(names, padding_mode, mode, names("mode"))
+    mode = reraise(names, padding_mode, mode, names("mode"), field="mode")
     if mode not in row.modes:
         later = first_level(op, lambda r: mode in r.modes)
-        raise names.unsupported(f"{names('mode')} = {mode.name} needs feature level {later} or "
-                                f"later; the target level is {level}")
+        raise names.unsupported(lambda n: f"{n('mode')} = {mode.name} needs feature level {later} "
+                                          f"or later; the target level is {level}")
     return mode
 
 
@@ -59,9 +59,10 @@ def pad_lengths(start: Any, end: Any, rank: int, names: Names, allow_scalar: boo
             continue
         values = as_int_tuple(value, names, field)
         if len(values) != rank:
-            raise names.invalid(f"{names(field)} has {len(values)} values {list(values)}; "
-                                f"expected {rank}, one per dimension of the {rank}-D input "
-                                f"(padding covers every dimension, N and C included)")
+            raise names.invalid(lambda n: f"{n(field)} has {len(values)} values {list(values)}; "
+                                          f"expected {rank}, one per dimension of the {rank}-D "
+                                          f"input (padding covers every dimension, N and C "
+                                          f"included)")
         pads.append(values)
     return pads
 
@@ -74,9 +75,9 @@ def check_pad_values(in_sizes: Sequence[int], start: Sequence[int], end: Sequenc
         for d, n in enumerate(in_sizes):
             if n == 1 and (start[d] or end[d]):
                 raise names.invalid(
-                    f"{names('start_padding' if start[d] else 'end_padding', d)} = "
-                    f"{start[d] or end[d]}: REFLECTION cannot pad dimension {d} of size 1 (it "
-                    f"has no element to mirror); use EDGE or SYMMETRIC there")
+                    lambda n: f"{n('start_padding' if start[d] else 'end_padding', d)} = "
+                              f"{start[d] or end[d]}: REFLECTION cannot pad dimension {d} of size "
+                              f"1 (it has no element to mirror); use EDGE or SYMMETRIC there")
 
 
 def plan_padding(op: str, level: FeatureLevel | None, names: Names, dt: DataType, rank: int,
@@ -86,11 +87,12 @@ def plan_padding(op: str, level: FeatureLevel | None, names: Names, dt: DataType
     check_type(op, level, row, "data", dt, names, "input")
     check_rank(op, level, row, rank, names, "input")
     if out_dt is not None and out_dt != dt:
-        raise names.unsupported(f"{names('output')} has data type {out_dt.name}; it must "
-                                f"match {names('input')} ({dt.name})")
+        raise names.unsupported(lambda n: f"{n('output')} has data type {out_dt.name}; it must "
+                                          f"match {n('input')} ({dt.name})",
+                                subfield="data_type")
     if out_rank is not None and out_rank != rank:
-        raise names.unsupported(f"{names('output')} is {out_rank}-D; it must have the rank "
-                                f"of {names('input')} ({rank}-D)")
+        raise names.unsupported(lambda n: f"{n('output')} is {out_rank}-D; it must have the rank "
+                                          f"of {n('input')} ({rank}-D)", subfield="sizes")
     return check_mode(op, level, row, mode, names)
 
 
@@ -155,7 +157,7 @@ def convert_value(value: Any, dt: DataType, names: Names, field: str = "value") 
     if isinstance(value, (bool, np.bool_)):
         value = int(value)
     if not isinstance(value, (int, float)):
-        raise names.invalid(f"{names(field)} = {value!r} must be a real number")
+        raise names.invalid(lambda n: f"{n(field)} = {value!r} must be a real number")
     if dtype.kind == "f":
         if isinstance(value, int):
             return _round_int_to_float(value, dtype)
@@ -180,7 +182,7 @@ def float32_field(value: Any, names: Names, field: str) -> float:
     if isinstance(value, int):
         return float(_round_int_to_float(value, np.dtype(np.float32)))
     if not isinstance(value, float):
-        raise names.invalid(f"{names(field)} = {value!r} must be a real number")
+        raise names.invalid(lambda n: f"{n(field)} = {value!r} must be a real number")
     with np.errstate(over="ignore"):
         return float(np.float32(value))
 
@@ -195,10 +197,10 @@ def exact_value(value: Any, dt: DataType, names: Names, field: str) -> Any:
                                                and raw == math.trunc(raw)))
         if not ok or int(raw) != int(converted):
             info = np.iinfo(dt.dtype)
-            raise names.invalid(f"{names(field)} = {raw!r} is not exactly representable in "
-                                f"{dt.name} (integers in [{info.min}, {info.max}])")
+            raise names.invalid(lambda n: f"{n(field)} = {raw!r} is not exactly representable in "
+                                          f"{dt.name} (integers in [{info.min}, {info.max}])")
     elif np.isinf(converted) and not (isinstance(raw, float) and math.isinf(raw)):
-        raise names.invalid(f"{names(field)} = {raw!r} overflows {dt.name}")
+        raise names.invalid(lambda n: f"{n(field)} = {raw!r} overflows {dt.name}")
     return converted
 
 
@@ -235,18 +237,18 @@ def plan_padding_grad(names: Names, dt: DataType, dy_shape: Sequence[int], input
     """``padding_grad``'s checks: a float ``dy`` of rank 1 to 8, the forward's pads and mode,
     and ``dy``'s shape the forward output's."""
     if dt not in GRAD_TYPES:
-        raise names.unsupported(f"{names('dy')} has data type {dt.name}; padding_grad takes "
-                                f"{', '.join(t.name for t in GRAD_TYPES)} (gradients are "
-                                f"real-valued)")
+        raise names.unsupported(lambda n: f"{n('dy')} has data type {dt.name}; padding_grad takes "
+                                          f"{', '.join(t.name for t in GRAD_TYPES)} (gradients are "
+                                          f"real-valued)", subfield="data_type")
     rank = len(dy_shape)
     if not 1 <= rank <= 8:
-        raise names.unsupported(f"{names('dy')} is {rank}-D; padding_grad takes 1 to 8 "
-                                f"dimensions")
-    pmode = reraise(names, padding_mode, mode, names("mode"))
+        raise names.unsupported(lambda n: f"{n('dy')} is {rank}-D; padding_grad takes 1 to 8 "
+                                          f"dimensions", subfield="sizes")
+    pmode = reraise(names, padding_mode, mode, names("mode"), field="mode")
     sizes = as_int_tuple(input_sizes, names, "input_sizes")
     if len(sizes) != rank:
-        raise names.invalid(f"{names('input_sizes')} has {len(sizes)} values {list(sizes)}; "
-                            f"expected {rank}, one per dimension of {names('dy')}")
+        raise names.invalid(lambda n: f"{n('input_sizes')} has {len(sizes)} values {list(sizes)}; "
+                                      f"expected {rank}, one per dimension of {n('dy')}")
     check_bounds(sizes, 0, names, "input_sizes", "must not be negative")
     start, end = pad_lengths(start_padding, end_padding, rank, names, allow_scalar=True)
     check_pad_values(sizes, start, end, pmode, names)
@@ -254,10 +256,10 @@ def plan_padding_grad(names: Names, dt: DataType, dy_shape: Sequence[int], input
     for d, (got, want) in enumerate(zip(dy_shape, plan.out_sizes)):
         if got != want:
             raise names.invalid(
-                f"{names('dy')} has shape {tuple(dy_shape)}; expected the forward output's "
-                f"{plan.out_sizes} (input_sizes + start_padding + end_padding; dimension {d} "
-                f"differs)")
+                lambda n: f"{n('dy')} has shape {tuple(dy_shape)}; expected the forward output's "
+                          f"{plan.out_sizes} (input_sizes + start_padding + end_padding; dimension "
+                          f"{d} differs)")
         if sizes[d] == 0 and got and pmode != PaddingMode.CONSTANT:
-            raise names.invalid(f"{names('input_sizes', d)} = 0: only constant padding can "
-                                f"pad an empty dimension")
+            raise names.invalid(lambda n: f"{n('input_sizes', d)} = 0: only constant padding can "
+                                          f"pad an empty dimension")
     return plan

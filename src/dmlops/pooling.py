@@ -65,15 +65,15 @@ def check_tensor_types(op: str, level: FeatureLevel | None, names: Names,
                     f"spatial dimensions)")
     for field, role, dt, r in roles[1:]:
         if r != rank:
-            raise names.unsupported(f"{names(field)} is {r}-D; it must have the rank of "
-                                    f"{names(roles[0][0])} ({rank}-D)")
+            raise names.unsupported(lambda n: f"{n(field)} is {r}-D; it must have the rank of "
+                                              f"{n(roles[0][0])} ({rank}-D)", subfield="sizes")
     return row
 
 
 def same_type(names: Names, first: str, dt1: DataType, second: str, dt2: DataType) -> None:
     if dt1 != dt2:
-        raise names.unsupported(f"{names(second)} has data type {dt2.name}; it must match "
-                                f"{names(first)} ({dt1.name})")
+        raise names.unsupported(lambda n: f"{n(second)} has data type {dt2.name}; it must match "
+                                          f"{n(first)} ({dt1.name})", subfield="data_type")
 
 
 def window_params(names: Names, rank: int, window_size: Any, strides: Any, start_padding: Any,
@@ -100,11 +100,11 @@ def geometry(row: Row, names: Names, in_sizes: Sequence[int], params: WindowPara
     check_window_values(w, s, a, b, d, names)
     if not row.dilations and any(v != 1 for v in d):
         if extended is not None and extended.dilations:    # e.g. AVERAGE_POOLING_GRAD's
-            raise names.unsupported(f"{names('dilations')} = {list(d)}: this operator's "
-                                    f"dilations are a dmlops extension; they need extended "
-                                    f"mode (no feature level)")
-        raise names.invalid(f"{names('dilations')} = {list(d)}: this operator has no "
-                            f"dilations (they must all be 1)")
+            raise names.unsupported(lambda n: f"{n('dilations')} = {list(d)}: this operator's "
+                                              f"dilations are a dmlops extension; they need "
+                                              f"extended mode (no feature level)")
+        raise names.invalid(lambda n: f"{n('dilations')} = {list(d)}: this operator has no "
+                                      f"dilations (they must all be 1)")
     check_fits(in_sizes[2:], w, s, a, b, d, names)
     if output_sizes is None:
         out = tuple(floor_size(in_sizes[2 + i], w[i], s[i], a[i], b[i], d[i])
@@ -114,8 +114,8 @@ def geometry(row: Row, names: Names, in_sizes: Sequence[int], params: WindowPara
         for dim in (0, 1):
             if output_sizes[dim] != in_sizes[dim]:
                 what = "N" if dim == 0 else "C"
-                raise names.invalid(f"{names('output_sizes', dim)} = {output_sizes[dim]} must "
-                                    f"equal the input's {what} ({in_sizes[dim]})")
+                raise names.invalid(lambda n: f"{n('output_sizes', dim)} = {output_sizes[dim]} "
+                                              f"must equal the input's {what} ({in_sizes[dim]})")
         for i in range(len(w)):
             check_output_size(2 + i, output_sizes[2 + i], in_sizes[2 + i], w[i], s[i], a[i],
                               b[i], d[i], names)
@@ -139,17 +139,17 @@ def check_divisors(names: Names, g: Window, include_padding: bool) -> None:
         most *= min(w, (a + n + b - 1) // d + 1)
     if most > MOST_DIVISOR:
         raise names.invalid(
-            f"{names('window_size')} = {list(g.window)} with include_padding: a window's "
-            f"divisor would reach {most:.3e} positions (real and padding), beyond 2^63-1, "
-            f"the largest count kept exactly")
+            lambda n: f"{n('window_size')} = {list(g.window)} with include_padding: a window's "
+                      f"divisor would reach {most:.3e} positions (real and padding), beyond "
+                      f"2^63-1, the largest count kept exactly")
 
 
 def check_index_type(in_sizes: Sequence[int], idx_dt: DataType, names: Names, field: str
                      ) -> None:
     count = int(np.prod(in_sizes, dtype=object))
     if idx_dt == DataType.UINT32 and count > INDEX_LIMIT_32:
-        raise names.invalid(f"{names(field)} is UINT32, but the input has {count} elements, "
-                            f"more than 2^32-1: its indices need UINT64 (or INT64)")
+        raise names.invalid(lambda n: f"{n(field)} is UINT32, but the input has {count} elements, "
+                                      f"more than 2^32-1: its indices need UINT64 (or INT64)")
 
 
 def default_index_type(in_sizes: Sequence[int]) -> DataType:
@@ -170,17 +170,17 @@ def quantization_param_shape(shape: Sequence[int], in_sizes: Sequence[int], name
         return
     per_channel = (1, c) + (1,) * (rank - 2)
     raise names.invalid(
-        f"{names(field)} has shape {shape}; expected all ones (per tensor, e.g. "
-        f"{(1,) * rank}) or {per_channel} (per channel); for C per-channel values use "
-        f"reshape{per_channel}")
+        lambda n: f"{n(field)} has shape {shape}; expected all ones (per tensor, e.g. "
+                  f"{(1,) * rank}) or {per_channel} (per channel); for C per-channel values use "
+                  f"reshape{per_channel}")
 
 
 def check_scale_values(scale: NDArray[Any], names: Names, field: str) -> None:
     bad = ~(np.isfinite(scale) & (scale > 0))
     if bad.any():
         value = scale.reshape(-1)[np.argmax(bad.reshape(-1))].item()
-        raise names.invalid(f"{names(field)} contains {value!r}; a scale must be finite and "
-                            f"greater than 0 (after rounding to float32)")
+        raise names.invalid(lambda n: f"{n(field)} contains {value!r}; a scale must be finite and "
+                                      f"greater than 0 (after rounding to float32)")
 
 
 def check_zero_point_values(zp: NDArray[Any], dt: DataType, names: Names, field: str) -> None:
@@ -188,15 +188,15 @@ def check_zero_point_values(zp: NDArray[Any], dt: DataType, names: Names, field:
     values = np.asarray(zp, dtype=object).reshape(-1)
     for v in values:
         if not info.min <= int(v) <= info.max:
-            raise names.invalid(f"{names(field)} = {int(v)} is outside the range of "
-                                f"{dt.name} [{info.min}, {info.max}]")
+            raise names.invalid(lambda n: f"{n(field)} = {int(v)} is outside the range of "
+                                          f"{dt.name} [{info.min}, {info.max}]")
 
 
 def check_p(p: object, names: Names) -> int:
     """Lp pooling's ``P``: a Python/NumPy integer of at least 1 (SPEC 3.6)."""
     if not is_int(p):
-        raise names.invalid(f"{names('p')} = {p!r} must be an integer (bool and float are not "
-                            f"accepted)")
+        raise names.invalid(lambda n: f"{n('p')} = {p!r} must be an integer (bool and float are "
+                                      f"not accepted)")
     check_bounds(p, 1, names, "p", "must be at least 1")
     return int(p)
 
@@ -221,13 +221,13 @@ def unpool_sizes(in_sizes: Sequence[int], idx_sizes: Sequence[int], out_sizes: S
                  names: Names) -> None:
     """Phase 3: indices of the input's sizes; an output of the input's N and C."""
     if tuple(idx_sizes) != tuple(in_sizes):
-        raise names.invalid(f"{names('indices')} has sizes {list(idx_sizes)}; they must equal "
-                            f"the input's {list(in_sizes)}")
+        raise names.invalid(lambda n: f"{n('indices')} has sizes {list(idx_sizes)}; they must "
+                                      f"equal the input's {list(in_sizes)}")
     for dim in (0, 1):
         if out_sizes[dim] != in_sizes[dim]:
             what = "N" if dim == 0 else "C"
-            raise names.invalid(f"{names('output_sizes', dim)} = {out_sizes[dim]} must equal "
-                                f"the input's {what} ({in_sizes[dim]})")
+            raise names.invalid(lambda n: f"{n('output_sizes', dim)} = {out_sizes[dim]} must equal "
+                                          f"the input's {what} ({in_sizes[dim]})")
     check_bounds(out_sizes[2:], 1, names, "output_sizes", "must be at least 1 (only N and C "
                  "may be 0)", first=2)
 
@@ -253,9 +253,9 @@ def check_unpool_indices(plan: UnpoolPlan, indices: NDArray[Any], names: Names,
         where = tuple(int(v) + (origin[d] if origin else 0)
                       for d, v in enumerate(np.unravel_index(i, indices.shape)))
         skip = f"; {empty} means \"no element\"" if empty is not None else ""
-        raise names.invalid(f"{names('indices')}[{', '.join(map(str, where))}] = {flat[i]} is "
-                            f"outside the output's {count} elements (valid: 0 to {count - 1}"
-                            f"{skip})")
+        raise names.invalid(lambda n: f"{n('indices')}[{', '.join(map(str, where))}] = {flat[i]} "
+                                      f"is outside the output's {count} elements (valid: 0 to "
+                                      f"{count - 1}{skip})")
 
 
 # --- ROI pooling (SPEC 3.8) --------------------------------------------------------------
@@ -277,12 +277,12 @@ def check_spatial_scale(value: object, names: Names) -> float:
     """SpatialScale is a FLOAT field: rounded to float32, then finite and > 0."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)):
-        raise names.invalid(f"{names('spatial_scale')} = {value!r} must be a number")
+        raise names.invalid(lambda n: f"{n('spatial_scale')} = {value!r} must be a number")
     with np.errstate(over="ignore"):
         scale = np.float32(value)
     if not (np.isfinite(scale) and scale > 0):
-        raise names.invalid(f"{names('spatial_scale')} = {value!r} must be finite and greater "
-                            f"than 0 (after rounding to float32: {scale})")
+        raise names.invalid(lambda n: f"{n('spatial_scale')} = {value!r} must be finite and "
+                                      f"greater than 0 (after rounding to float32: {scale})")
     return float(scale)
 
 
@@ -290,8 +290,8 @@ def check_pooled_size(value: object, names: Names) -> tuple[int, ...]:
     """``(height, width)``, each at least 1 (an int means both)."""
     size = (int(value),) * 2 if is_int(value) else as_int_tuple(value, names, "pooled_size")
     if len(size) != 2:
-        raise names.invalid(f"{names('pooled_size')} has {len(size)} values {list(size)}; "
-                            f"expected 2 (height, width)")
+        raise names.invalid(lambda n: f"{n('pooled_size')} has {len(size)} values {list(size)}; "
+                                      f"expected 2 (height, width)")
     check_bounds(size, 1, names, "pooled_size", "must be at least 1")
     return size
 
@@ -307,26 +307,26 @@ def roi_regions(plan: RoiPlan, rois: NDArray[Any], names: Names) -> NDArray[np.i
     zero, the corners scaled and rounded half away from zero, in float64 (SPEC 3.8). Checked
     on the data: a NaN or out-of-range batch index, or a non-finite corner, is an error."""
     r = np.asarray(rois, dtype=np.float64).reshape(-1, 5)
-    n = plan.input_sizes[0]
-    field = names("rois")
+    batches = plan.input_sizes[0]
     with np.errstate(invalid="ignore", over="ignore"):
         batch = np.trunc(r[:, 0])
         corners = _round_half_away(r[:, 1:] * plan.spatial_scale)
     for i in range(r.shape[0]):
         b = float(r[i, 0])
         if np.isnan(b):
-            raise names.invalid(f"{field}[{i}] has batch index NaN; it must be a number in "
-                                f"[0, {n})")
-        if not 0 <= batch[i] < n:
-            raise names.invalid(f"{field}[{i}] has batch index {b!r} (truncated: {batch[i]:g}); "
-                                f"the input has N = {n}, so it must lie in [0, {n})")
+            raise names.invalid(lambda n: f"{n('rois', i)} has batch index NaN; it must be a "
+                                          f"number in [0, {batches})")
+        if not 0 <= batch[i] < batches:
+            raise names.invalid(lambda n: f"{n('rois', i)} has batch index {b!r} (truncated: "
+                                          f"{batch[i]:g}); the input has N = {batches}, so it "
+                                          f"must lie in [0, {batches})")
         bad = ~(np.abs(corners[i]) < COORD_LIMIT)
         if bad.any():
             j = int(np.argmax(bad))
             raise names.invalid(
-                f"{field}[{i}] has {'x1 y1 x2 y2'.split()[j]} = {float(r[i, 1 + j])!r}, "
-                f"which scaled by {plan.spatial_scale} is {corners[i, j]}; a scaled corner "
-                f"must be finite and within ±2^31")
+                lambda n: f"{n('rois', i)} has {'x1 y1 x2 y2'.split()[j]} = "
+                          f"{float(r[i, 1 + j])!r}, which scaled by {plan.spatial_scale} is "
+                          f"{corners[i, j]}; a scaled corner must be finite and within ±2^31")
     return np.concatenate([batch[:, None], corners], axis=1).astype(np.int64)
 
 

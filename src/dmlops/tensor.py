@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._args import UINT_MAX, is_int
+from ._args import UINT_MAX, dtype_of, is_int
 from .dtypes import DataType, data_type
 from .errors import DmlError, Names
 
@@ -117,55 +117,57 @@ class TensorDesc:
 def check_tensor_desc(t: object, names: Names, field: str) -> None:
     """Every rule of SPEC 1.2 for one tensor; data type and rank problems are unsupported."""
     if not isinstance(t, TensorDesc):
-        raise names.invalid(f"{names(field)} must be a TensorDesc, got {type(t).__name__}")
+        raise names.invalid(lambda n: f"{n(field)} must be a TensorDesc, got {type(t).__name__}")
     if not isinstance(t.data_type, DataType):
-        data_type(t.data_type, f"{names.op}: {names(field)} has data type")  # raises
+        dtype_of(t.data_type, names, field)     # raises
     if not isinstance(t.sizes, tuple) or not all(is_int(v) for v in t.sizes):
-        raise names.invalid(f"{names(field)}.sizes = {t.sizes!r} must be a sequence of "
-                            f"integers")
+        raise names.invalid(lambda n: f"{n(field, subfield='sizes')} = {t.sizes!r} must be a "
+                                      f"sequence of integers")
     if not 1 <= len(t.sizes) <= 8:
-        raise names.unsupported(f"{names(field)}.sizes has {len(t.sizes)} dimensions; a "
-                                f"tensor has 1 to 8")
+        raise names.unsupported(lambda n: f"{n(field, subfield='sizes')} has {len(t.sizes)} "
+                                          f"dimensions; a tensor has 1 to 8")
 
 
 def check_tensor_values(t: TensorDesc, names: Names, field: str) -> None:
     """Phase-3 checks of a tensor description: sizes, strides, total size, flags."""
     if t.dimension_count is not None and t.dimension_count != len(t.sizes):
-        raise names.invalid(f"{names(field)}.dimension_count = {t.dimension_count!r} does not "
-                            f"match its {len(t.sizes)} sizes")
+        raise names.invalid(lambda n: f"{n(field, subfield='dimension_count')} = "
+                                      f"{t.dimension_count!r} does not match its {len(t.sizes)} "
+                                      f"sizes")
     for i, v in enumerate(t.sizes):
         if v < 1:
-            raise names.invalid(f"{names(field)}.sizes[{i}] = {v} must be at least 1 (DirectML "
-                                f"has no empty tensors)")
+            raise names.invalid(lambda n: f"{n(field, i, 'sizes')} = {v} must be at least 1 "
+                                          f"(DirectML has no empty tensors)")
     if t.strides is not None:
         if not isinstance(t.strides, tuple) or len(t.strides) != len(t.sizes):
-            raise names.invalid(f"{names(field)}.strides = {t.strides!r} must have one value "
-                                f"per dimension ({len(t.sizes)})")
+            raise names.invalid(lambda n: f"{n(field, subfield='strides')} = {t.strides!r} must "
+                                          f"have one value per dimension ({len(t.sizes)})")
         for i, v in enumerate(t.strides):
             if not is_int(v) or v < 0:
-                raise names.invalid(f"{names(field)}.strides[{i}] = {v!r} must be a "
-                                    f"non-negative integer (strides count elements)")
+                raise names.invalid(lambda n: f"{n(field, i, 'strides')} = {v!r} must be a "
+                                              f"non-negative integer (strides count elements)")
             if v > UINT_MAX:
-                raise names.invalid(f"{names(field)}.strides[{i}] = {v} is larger than "
-                                    f"{UINT_MAX} (2^32-1), the largest value of DirectML's "
-                                    f"UINT strides")
+                raise names.invalid(lambda n: f"{n(field, i, 'strides')} = {v} is larger than "
+                                              f"{UINT_MAX} (2^32-1), the largest value of "
+                                              f"DirectML's UINT strides")
     total = t.total_tensor_size_in_bytes
     if total is not None:
         if not is_int(total):
-            raise names.invalid(f"{names(field)}.total_tensor_size_in_bytes = {total!r} must be "
-                                f"an integer (a number of bytes)")
+            raise names.invalid(lambda n: f"{n(field, subfield='total_tensor_size_in_bytes')} = "
+                                          f"{total!r} must be an integer (a number of bytes)")
         if total < t.minimum_size_in_bytes:
-            raise names.invalid(f"{names(field)}.total_tensor_size_in_bytes = {total!r} is "
-                                f"smaller than the minimum {t.minimum_size_in_bytes} bytes "
-                                f"(last element offset + 1, times the element size, rounded "
-                                f"up to 4)")
+            raise names.invalid(lambda n: f"{n(field, subfield='total_tensor_size_in_bytes')} = "
+                                          f"{total!r} is smaller than the minimum "
+                                          f"{t.minimum_size_in_bytes} bytes (last element offset + "
+                                          f"1, times the element size, rounded up to 4)")
     if t.flags not in (0, 1):
-        raise names.invalid(f"{names(field)}.flags = {t.flags!r}; accepted: 0 (NONE) or 1 "
-                            f"(OWNED_BY_DML)")
+        raise names.invalid(lambda n: f"{n(field, subfield='flags')} = {t.flags!r}; accepted: 0 "
+                                      f"(NONE) or 1 (OWNED_BY_DML)")
     align = t.guaranteed_base_offset_alignment
     if not is_int(align) or (align != 0 and (align & (align - 1) or align < t.data_type.itemsize)):
-        raise names.invalid(f"{names(field)}.guaranteed_base_offset_alignment = {align!r} must "
-                            f"be 0 or a power of two at least the element size")
+        raise names.invalid(lambda n: f"{n(field, subfield='guaranteed_base_offset_alignment')} = "
+                                      f"{align!r} must be 0 or a power of two at least the element "
+                                      f"size")
 
 
 def strides_alias(sizes: Sequence[int], strides: Sequence[int], itemsize: int = 1) -> bool:
@@ -231,16 +233,16 @@ def bind(array: Any, t: TensorDesc, names: Names, field: str, output: bool) -> N
     """A view of ``array`` with ``t``'s logical sizes (SPEC 4.2 bindings)."""
     if output:
         if not isinstance(array, np.ndarray):
-            raise names.invalid(f"{names(field)} must be a NumPy array to be written into, got "
-                                f"{type(array).__name__}")
+            raise names.invalid(lambda n: f"{n(field)} must be a NumPy array to be written into, "
+                                          f"got {type(array).__name__}")
     else:
         array = np.asarray(array)
     if native_dtype(array) != t.dtype:
-        raise names.unsupported(f"{names(field)} has dtype {array.dtype}; the description "
-                                f"says {t.data_type.name} ({t.dtype}), and bindings are not "
-                                f"cast")
+        raise names.unsupported(lambda n: f"{n(field)} has dtype {array.dtype}; the description "
+                                          f"says {t.data_type.name} ({t.dtype}), and bindings are "
+                                          f"not cast")
     if output and not array.flags.writeable:
-        raise names.invalid(f"{names(field)} is read-only; an output must be writable")
+        raise names.invalid(lambda n: f"{n(field)} is read-only; an output must be writable")
     view: NDArray[Any]
     if t.strides is None and array.shape == t.sizes:
         view = array
@@ -256,16 +258,16 @@ def _strided_view(array: NDArray[Any], t: TensorDesc, names: Names, field: str, 
     """``bind``'s view of a flat buffer (or of a contiguous array, flattened) by ``t``'s
     sizes and element strides."""
     if t.strides is None and array.ndim != 1:
-        raise names.invalid(f"{names(field)} has shape {array.shape}; expected the sizes "
-                            f"{t.sizes} or a flat 1-D buffer")
+        raise names.invalid(lambda n: f"{n(field)} has shape {array.shape}; expected the sizes "
+                                      f"{t.sizes} or a flat 1-D buffer")
     flat = array.reshape(-1) if array.ndim != 1 else array
     if output and not np.shares_memory(flat, array):
-        raise names.invalid(f"{names(field)} of shape {array.shape} cannot be viewed as a flat "
-                            f"buffer without a copy; bind a 1-D or contiguous array")
+        raise names.invalid(lambda n: f"{n(field)} of shape {array.shape} cannot be viewed as a "
+                                      f"flat buffer without a copy; bind a 1-D or contiguous array")
     if flat.shape[0] < t.span:
-        raise names.invalid(f"{names(field)} holds {flat.shape[0]} elements; the tensor's "
-                            f"sizes {t.sizes} and strides {t.element_strides} need at least "
-                            f"{t.span}")
+        raise names.invalid(lambda n: f"{n(field)} holds {flat.shape[0]} elements; the tensor's "
+                                      f"sizes {t.sizes} and strides {t.element_strides} need at "
+                                      f"least {t.span}")
     step = flat.strides[0]
     return np.lib.stride_tricks.as_strided(
         flat, shape=t.sizes, strides=tuple(s * step for s in t.element_strides),
@@ -278,9 +280,9 @@ def check_distinct(out: NDArray[Any] | ArrayFacts, names: Names, field: str) -> 
     if out.flags.c_contiguous or out.flags.f_contiguous:
         return
     if strides_alias(out.shape, out.strides, out.itemsize):
-        raise names.invalid(f"{names(field)} has shape {out.shape} and byte strides "
-                            f"{out.strides}, which make two of its elements share memory; "
-                            f"an output's elements must be distinct")
+        raise names.invalid(lambda n: f"{n(field)} has shape {out.shape} and byte strides "
+                                      f"{out.strides}, which make two of its elements share "
+                                      f"memory; an output's elements must be distinct")
 
 
 @lru_cache(maxsize=None)
@@ -317,12 +319,13 @@ def new_array(shape: Sequence[int], dtype: DTypeLike, names: Names, field: str
     # (messages made only on failure: a small call's time is mostly such work)
     too_big = beyond_memory(nbytes)
     if too_big:
-        raise names.invalid(f"{names(field)} of shape {list(shape)} ({dtype}) needs {too_big}")
+        raise names.invalid(lambda n: f"{n(field)} of shape {list(shape)} ({dtype}) needs "
+                                      f"{too_big}")
     try:
         return np.empty(shape, dtype=dtype)
     except (MemoryError, ValueError) as e:
-        raise names.invalid(f"{names(field)} of shape {list(shape)} ({dtype}) needs {nbytes} "
-                            f"bytes, which cannot be allocated: {e}") from None
+        raise names.invalid(lambda n: f"{n(field)} of shape {list(shape)} ({dtype}) needs {nbytes} "
+                                      f"bytes, which cannot be allocated: {e}") from None
 
 
 def check_fits_memory(arrays: Sequence[tuple[str, Sequence[int], DTypeLike]], names: Names
@@ -333,8 +336,8 @@ def check_fits_memory(arrays: Sequence[tuple[str, Sequence[int], DTypeLike]], na
         total += math.prod(shape) * np.dtype(dt).itemsize
     too_big = beyond_memory(total)
     if too_big:
-        fields = ", ".join(names(f) for f, _, _ in arrays)
-        raise names.invalid(f"{fields} together need {too_big}")
+        raise names.invalid(lambda n: f"{', '.join(n(f) for f, _, _ in arrays)} together need "
+                                      f"{too_big}")
 
 
 def check_no_overlap(names: Names, inputs: Iterable[tuple[str, NDArray[Any]]],
@@ -350,8 +353,8 @@ def check_no_overlap(names: Names, inputs: Iterable[tuple[str, NDArray[Any]]],
                 except np.exceptions.TooHardError:
                     overlap = True
                 if overlap:
-                    raise names.invalid(f"{fo} shares memory with {fi}; outputs must not "
-                                        f"overlap inputs or each other")
+                    raise names.invalid(lambda n: f"{n(fo)} shares memory with {n(fi)}; outputs "
+                                                  f"must not overlap inputs or each other")
         earlier.append((fo, o))
 
 

@@ -96,9 +96,9 @@ def check_fits(spatial_sizes: Sequence[int], window: Sequence[int], strides: Seq
             dil = (f" (window {window[i]} with dilation {dilations[i]})"
                    if dilations[i] != 1 else "")
             raise names.invalid(
-                f"{names('window_size', i)} = {window[i]} does not fit: the effective window "
-                f"{e}{dil} is larger than the padded input {p} (input {s} + padding "
-                f"{start[i]}+{end[i]}); use a smaller window or more padding")
+                lambda n: f"{n('window_size', i)} = {window[i]} does not fit: the effective window "
+                          f"{e}{dil} is larger than the padded input {p} (input {s} + padding "
+                          f"{start[i]}+{end[i]}); use a smaller window or more padding")
 
 
 def check_output_size(d: int, got: int, size: int, window: int, stride: int, start: int,
@@ -107,9 +107,9 @@ def check_output_size(d: int, got: int, size: int, window: int, stride: int, sta
     f = floor_size(size, window, stride, start, end, dilation)
     if got not in (f, f + 1):
         raise names.invalid(
-            f"{names('output_sizes', d)} = {got} does not fit: with "
-            f"{_describe(size, window, stride, start, end, dilation)} the output size is {f} "
-            f"(floor) or {f + 1} (one more, as ceil mode gives)")
+            lambda n: f"{n('output_sizes', d)} = {got} does not fit: with "
+                      f"{_describe(size, window, stride, start, end, dilation)} the output size is "
+                      f"{f} (floor) or {f + 1} (one more, as ceil mode gives)")
 
 
 def pooling_output_sizes(input_sizes: Ints, window_size: IntOrInts, *, strides: IntOrInts = 1,
@@ -125,8 +125,8 @@ def pooling_output_sizes(input_sizes: Ints, window_size: IntOrInts, *, strides: 
     names = Names("pooling_output_sizes")
     sizes = as_int_tuple(input_sizes, names, "input_sizes")
     if len(sizes) < 3:
-        raise names.invalid(f"input_sizes = {list(sizes)} needs at least 3 values "
-                            f"(N, C and one spatial size)")
+        raise names.invalid(lambda n: f"{n('input_sizes')} = {list(sizes)} needs at least 3 "
+                                      f"values (N, C and one spatial size)")
     # an empty batch or channel dimension is an empty result, as the functions give it
     check_bounds(sizes[:2], 0, names, "input_sizes", "must not be negative", uint=False)
     check_bounds(sizes[2:], 1, names, "input_sizes", "must be at least 1", uint=False, first=2)
@@ -165,8 +165,8 @@ def onnx_pads(input_sizes: Ints, window_size: IntOrInts, *, strides: IntOrInts =
     names = Names("onnx_pads")
     sizes = as_int_tuple(input_sizes, names, "input_sizes")
     if len(sizes) < 3:
-        raise names.invalid(f"input_sizes = {list(sizes)} needs at least 3 values "
-                            f"(N, C and one spatial size)")
+        raise names.invalid(lambda n: f"{n('input_sizes')} = {list(sizes)} needs at least 3 "
+                                      f"values (N, C and one spatial size)")
     k, rank = len(sizes) - 2, len(sizes)
     w = spatial(window_size, k, names, "window_size", rank)
     s = spatial(strides, k, names, "strides", rank)
@@ -179,18 +179,21 @@ def onnx_pads(input_sizes: Ints, window_size: IntOrInts, *, strides: IntOrInts =
         try:
             mode = mode.decode()
         except UnicodeDecodeError:
-            raise names.invalid(f"auto_pad = {auto_pad!r} is not UTF-8 text") from None
+            raise names.invalid(lambda n: f"{n('auto_pad')} = {auto_pad!r} is not UTF-8 "
+                                          f"text") from None
     # an empty auto_pad is NOTSET, as ONNX Runtime reads it (its own tests write it so)
     mode = str(mode).upper() or "NOTSET"
     if mode not in _AUTO_PADS:
-        raise names.invalid(f"auto_pad = {auto_pad!r} is not one of {', '.join(_AUTO_PADS)}")
+        raise names.invalid(lambda n: f"{n('auto_pad')} = {auto_pad!r} is not one of "
+                                      f"{', '.join(_AUTO_PADS)}")
     if mode == "NOTSET":
         if pads is None:
             return (0,) * k, (0,) * k
         p = as_int_tuple(pads, names, "pads")
         if len(p) != 2 * k:
-            raise names.invalid(f"pads has {len(p)} values {list(p)}; expected {2 * k} "
-                                f"(begin values then end values, {k} spatial dimensions)")
+            raise names.invalid(lambda n: f"{n('pads')} has {len(p)} values {list(p)}; expected "
+                                          f"{2 * k} (begin values then end values, {k} spatial "
+                                          f"dimensions)")
         check_bounds(p, 0, names, "pads", "must not be negative")
         return p[:k], p[k:]
     if mode == "VALID":

@@ -136,8 +136,8 @@ def _op_name(op: object, names: Names) -> str:
         what = name if isinstance(name, str) else type(op).__name__
         other = " (max_unpooling and roi_pooling have no sliding window or padding to draw)" \
             if what in ("max_unpooling", "roi_pooling") else ""
-        raise names.unsupported(f"op = {what!r} is not an operator explain draws{other}; "
-                                f"expected one of {known}")
+        raise names.unsupported(lambda n: f"{n('op')} = {what!r} is not an operator explain "
+                                          f"draws{other}; expected one of {known}")
     return name
 
 
@@ -148,8 +148,8 @@ def _stand_in(sizes: object, dtype: np.dtype[Any], names: Names, field: str) -> 
     try:
         return np.broadcast_to(np.zeros((), dtype), shape)
     except ValueError as e:         # (more elements than NumPy can count)
-        raise names.invalid(f"{field} = {list(shape)} is more than an array can hold "
-                            f"({e})") from None
+        raise names.invalid(lambda n: f"{n(field)} = {list(shape)} is more than an array can "
+                                      f"hold ({e})") from None
 
 
 def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: dict[str, Any],
@@ -158,10 +158,11 @@ def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: di
     error messages)."""
     fn, planner, arrays, _ = _FUNCTIONS[op]
     if not isinstance(ceil_mode, (bool, np.bool_)):
-        raise names.invalid(f"ceil_mode = {ceil_mode!r} must be a bool")
+        raise names.invalid(lambda n: f"{n('ceil_mode')} = {ceil_mode!r} must be a bool")
     for key in _NOT_GEOMETRY:
         if key in keywords:
-            raise names.invalid(f"{key} is not a geometry keyword of {op}; leave it out")
+            raise names.invalid(lambda n: f"{n(key)} is not a geometry keyword of {op}; leave it "
+                                          f"out")
     given = [input_sizes, *args[:len(arrays) - 1]]
     if len(given) < len(arrays):
         raise names.invalid(f"{op} takes the sizes of {', '.join(arrays)} first; "
@@ -176,10 +177,12 @@ def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: di
     values = dict(bound.arguments)
     if ceil_mode:
         if "output_sizes" not in values:
-            raise names.invalid(f"ceil_mode applies to the functions with output_sizes "
-                                f"(average_pooling, max_pooling, lp_pooling), not {op}")
+            raise names.invalid(lambda n: f"{n('ceil_mode')} applies to the functions with "
+                                          f"output_sizes (average_pooling, max_pooling, "
+                                          f"lp_pooling), not {op}")
         if values["output_sizes"] is not None:
-            raise names.invalid("give ceil_mode or output_sizes, not both")
+            raise names.invalid(lambda n: f"give {n('ceil_mode')} or {n('output_sizes')}, not "
+                                          f"both")
     values["out"] = None
     values["pair"] = bool(values.get("output_indices", False))    # (max_pooling's planner)
     params = list(inspect.signature(planner).parameters)
@@ -202,19 +205,20 @@ def _chosen_outputs(outputs: Sequence[Sequence[int] | int] | None, sizes: Coord,
                  tuple(n - 1 for n in sizes)]
     else:
         if is_int(outputs) or isinstance(outputs, (str, bytes)):
-            raise names.invalid(f"outputs = {outputs!r} must be a list of output indices, "
-                                f"such as [(0, 0), (-1, -1)]")
+            raise names.invalid(lambda n: f"{n('outputs')} = {outputs!r} must be a list of output "
+                                          f"indices, such as [(0, 0), (-1, -1)]")
         picks = []
         for i, o in enumerate(outputs):
             index = as_int_tuple(o, names, f"outputs[{i}]")
             if len(index) != len(sizes):
-                raise names.invalid(f"outputs[{i}] = {o!r} has {len(index)} indices; the "
-                                    f"drawn output has {len(sizes)} dimensions, sizes "
-                                    f"{list(sizes)}")
-            for d, (v, n) in enumerate(zip(index, sizes)):
-                if not -n <= v < n:
-                    raise names.invalid(f"outputs[{i}][{d}] = {v} is outside the output's "
-                                        f"{n} positions in that dimension")
+                raise names.invalid(lambda n: f"{n('outputs', i)} = {o!r} has {len(index)} "
+                                              f"indices; the drawn output has {len(sizes)} "
+                                              f"dimensions, sizes {list(sizes)}")
+            for d, (v, size) in enumerate(zip(index, sizes)):
+                if not -size <= v < size:
+                    raise names.invalid(lambda n: f"{n('outputs', i)}[{d}] = {v} is outside the "
+                                                  f"output's {size} positions in that "
+                                                  f"dimension")
             picks.append(tuple(v % n for v, n in zip(index, sizes)))
     unique: list[Coord] = []
     for p in picks:
@@ -232,8 +236,8 @@ def _drawn_values(values: object, full: Coord, drawn: Coord, names: Names) -> np
         return arr
     if arr.shape == full:
         return np.asarray(arr[(0,) * (len(full) - len(drawn))])
-    raise names.invalid(f"values has shape {arr.shape}; expected the drawn input's {drawn} or "
-                        f"the whole input's {full}")
+    raise names.invalid(lambda n: f"{n('values')} has shape {arr.shape}; expected the drawn "
+                                  f"input's {drawn} or the whole input's {full}")
 
 
 def _check_drawable(extent: Sequence[int], names: Names, what: str) -> None:
@@ -400,7 +404,8 @@ def geometry(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args:
     plan = _plan_call(name, input_sizes, args, keywords, dtype, ceil_mode, names)
     if isinstance(plan, PadPlan):
         if outputs is not None:
-            raise names.invalid("outputs chooses pooling windows; padding has none")
+            raise names.invalid(lambda n: f"{n('outputs')} chooses pooling windows; padding has "
+                                          f"none")
         return padding_geometry(plan, name, _fields(_FUNCTION_LABELS), values)
     return pooling_geometry(plan, name, _fields(_FUNCTION_LABELS), outputs, values)
 

@@ -4,7 +4,6 @@ core's errors re-spelled at their JSON location (:class:`ErrorMapper`)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +11,7 @@ import numpy as np
 
 from ..dtypes import DataType, FLOAT_TYPES
 from ..dtypes import padding_mode
-from ..errors import DmlError
+from ..errors import DmlError, Names
 from ._json import (ModelError, check_keys, describe, is_int, json_bool, json_data_type,
                     json_item, json_key, json_list, json_number, json_object, json_str,
                     json_uint, json_uint_list)
@@ -325,7 +324,7 @@ def parse_dispatchable(name: str, value: Any, path: str, level: Any, backend: An
         else:
             op = compile_operator(desc, feature_level=level, backend=backend)
     except DmlError as e:
-        raise mapper.model_error(e, dpath, level=level) from None
+        raise mapper.model_error(e, dpath) from None
     tensors = {s: v for s, v in kwargs.items() if _is_tensor_field(s) and v is not None}
     return Dispatchable(name, f"DML_OPERATOR_{op_name}", desc, op, tensors, bind_points,
                         camel)
@@ -344,56 +343,56 @@ def _execution_flags(value: Any, path: str) -> None:
 _JSON_MEMBERS = {"pooled_size": ("Height", "Width")}
 
 
-class ErrorMapper:
-    """Re-spell a core error (snake_case fields) at its JSON location (DirectML names)."""
+class _JsonNames(Names):
+    """A description's labels in DirectML's spelling, where an index of a field that JSON
+    spells as an object is its member: ``PooledSize.Height``."""
 
-    _PREFIX = re.compile(r"^(?:DML_OPERATOR_)?[A-Z][A-Z0-9_]*: ")
+    __slots__ = ()
+
+    def __call__(self, field: str, index: int | None = None, subfield: str | None = None
+                 ) -> str:
+        members = _JSON_MEMBERS.get(field, ())
+        at = None if index is None else index + self.fields.get(field, (field, 0))[1]
+        if at is not None and subfield is None and 0 <= at < len(members):
+            return f"{super().__call__(field)}.{members[at]}"
+        return super().__call__(field, index, subfield)
+
+
+class ErrorMapper:
+    """Re-spell a core error at its JSON location, in DirectML's names: from the field, index
+    and sub-field the error carries, through the description's own labels (its ``names``)."""
 
     def __init__(self, camel: dict[str, Any]) -> None:
         self.camel = camel
-        names = sorted(set(camel) | {"output_sizes"}, key=len, reverse=True)
-        sub = "|".join(sorted(_TENSOR_SUBFIELDS, key=len, reverse=True))
-        self.pattern = re.compile(
-            r"(?<![A-Za-z0-9_.])(" + "|".join(map(re.escape, names)) + r")"
-            r"(?:\.(" + sub + r"))?((?:\[\d+\])?)(?![A-Za-z0-9_])")
 
-    def _spell(self, m: Any) -> str:
-        field, sub, index = m.group(1), m.group(2), m.group(3)
-        if field == "output_sizes":
-            field, sub = "output_tensor", "sizes"
-        text: str = self.camel.get(field, _camel(field))
-        if sub:
-            text += "." + _TENSOR_SUBFIELDS[sub]
-        if index and field in _JSON_MEMBERS:    # e.g. PooledSize[0] is PooledSize.Height
-            return f"{text}.{_JSON_MEMBERS[field][int(index[1:-1])]}"
-        return f"{text}{index}"
+    def _json(self, names: Names) -> Names:
+        """``names`` (snake_case labels such as ``output_tensor.sizes``) in DirectML's
+        spelling; a label that is no field of this description is kept."""
+        fields = {s: (c, 0) for s, c in self.camel.items()}
+        for key, (label, offset) in names.fields.items():
+            head, dot, sub = label.partition(".")
+            if head in self.camel:
+                spelled = self.camel[head] + (dot + _TENSOR_SUBFIELDS.get(sub, sub) if dot else "")
+                fields[key] = (spelled, offset)
+        return _JsonNames(names.op, fields, _TENSOR_SUBFIELDS)
 
-    def translate(self, message: str) -> tuple[str | None, str]:
-        """``(json_field_path or None, message in DirectML spelling)``."""
-        message = self._PREFIX.sub("", message, count=1)
-        first = self.pattern.search(message)
-        where = self._spell(first) if first else None
-        if first and not first.group(2) and not first.group(3) and \
-                _is_tensor_field(first.group(1)):
-            rest = message[first.end():]
-            if rest.startswith(" has data type"):
-                where = f"{where}.DataType"
-            elif re.match(r" is \d+-D", rest):
-                where = f"{where}.Sizes"
-        return where, self.pattern.sub(self._spell, message)
-
-    def model_error(self, e: DmlError, base: str, level: Any = None, tensor_base: str | None = None
-                    ) -> Any:
-        where, text = self.translate(str(e))
-        if where is None:
-            path = base.rsplit(".", 1)[0] if base.endswith((".desc", ".Desc")) else base
-            if level is not None and "feature level" in text:
-                path = json_key(path, "type")
+    def model_error(self, e: DmlError, base: str, tensor_base: str | None = None
+                    ) -> ModelError:
+        """``e`` at ``base`` (a description's path) or, found while running, at its tensor's
+        binding below ``tensor_base``; a field that is none of the description's stays at
+        the dispatchable."""
+        above = base.rsplit(".", 1)[0] if base.endswith((".desc", ".Desc")) else base
+        if e.names is None:             # (not raised by a description's check)
+            return ModelError(above, e.text())
+        json, field = self._json(e.names), e.field
+        # the description field the place is in: the head of its label (output_tensor.sizes)
+        head = "" if field is None else e.names(field).partition(".")[0]
+        if field == "operator_type":    # (the operator, at the feature level targeted)
+            path = json_key(above, "type")
+        elif field is None or head not in self.camel:
+            path = above
         elif tensor_base is not None:
-            # an error found while running: a tensor is located at its binding
-            tensors = {self.camel[s] for s in self.camel if _is_tensor_field(s)}
-            head = where.split(".")[0].split("[")[0]
-            path = f"{tensor_base}.{head}" if head in tensors else base
+            path = json_key(tensor_base, self.camel[head]) if _is_tensor_field(head) else base
         else:
-            path = f"{base}.{where}"
-        return ModelError(path, text)
+            path = f"{base}.{json(field, e.index, e.subfield)}"
+        return ModelError(path, e.text(json))
