@@ -369,13 +369,6 @@ def _roi_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
             None, None)
 
 
-def _no_grad(name: str) -> Any:
-    def backward(ctx: Any, *grads: Any) -> Any:
-        raise UnsupportedError(f"{name}: no gradient (quantized values are not "
-                               f"differentiable); detach the input")
-    return backward
-
-
 # --- registration --------------------------------------------------------------------------
 #
 # One library, the ops' schemas written out (as torch.library.custom_op inferred them), each op
