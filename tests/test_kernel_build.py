@@ -81,6 +81,22 @@ def test_levels_are_ordered_and_loaded():
     assert cpu.level() == cpu.supported()[-1]
 
 
+def test_each_level_names_the_instructions_it_was_built_for(capsys):
+    import platform
+
+    from dmlops import cli
+    expected = ({"baseline": "SSE2", "avx2": "AVX2", "avx512": "AVX-512"}
+                if platform.machine() in ("x86_64", "AMD64") else {"baseline": "NEON"})
+    for level in cpu.supported():
+        cpu.set_level(level)
+        try:
+            assert _levels.instructions() == expected[level]
+            assert cli.main(["info"]) == 0
+            assert f"cpu kernels: level {level}, {expected[level]} " in capsys.readouterr().out
+        finally:
+            cpu.set_level(None)
+
+
 @pytest.mark.parametrize("bad", ["sse9", "", 3])
 def test_unknown_level_is_refused(bad):
     with pytest.raises(dml.UnsupportedError, match="not a CPU level"):

@@ -248,7 +248,8 @@ def _cpu_level() -> str:
     """The cpu backend's level in use and the levels this CPU runs, or why there is none."""
     try:
         from .backends.cpu import _levels
-        return (f"level {_levels.level()} (this CPU runs: {', '.join(_levels.supported())}; "
+        return (f"level {_levels.level()}, {_levels.instructions()} "
+                f"(this CPU runs: {', '.join(_levels.supported())}; "
                 f"DMLOPS_CPU_LEVEL chooses)")
     except Exception as e:
         return f"unavailable ({e})"

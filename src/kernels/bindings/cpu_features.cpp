@@ -26,4 +26,18 @@ std::vector<std::string> cpu_features() {
   return out;
 }
 
+const char* compiled_instructions() {
+#if defined(__AVX512F__)
+  return "AVX-512";
+#elif defined(__AVX2__)
+  return "AVX2";
+#elif defined(__ARM_NEON)
+  return "NEON";
+#elif defined(__SSE2__)
+  return "SSE2";
+#else
+  return "scalar";
+#endif
+}
+
 }  // namespace dmlops

@@ -275,6 +275,7 @@ void padding_grad(nb::handle dy, nb::handle dx, const Ints& start, int mode, int
 NB_MODULE(DMLOPS_MODULE, m) {
   m.doc() = "dmlops's cpu kernels, built for one CPU level (see dmlops.backends.cpu)";
   m.attr("LEVEL") = DMLOPS_STR(DMLOPS_LEVEL);
+  m.attr("INSTRUCTIONS") = dmlops::compiled_instructions();
   // Windows that the plan caches still hold when Python exits are not leaks of ours
   nb::set_leak_warnings(false);
   m.def("cpu_features", &dmlops::cpu_features,

@@ -91,3 +91,10 @@ def level() -> str:
     """The name of the level in use."""
     name: str = kernels().LEVEL
     return name
+
+
+def instructions() -> str:
+    """The vector instructions the level in use was compiled for: ``"SSE2"``, ``"AVX2"`` or
+    ``"AVX-512"`` on x86-64, ``"NEON"`` on aarch64."""
+    name: str = kernels().INSTRUCTIONS
+    return name
