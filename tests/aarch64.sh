@@ -3,18 +3,25 @@
 # g++-aarch64-linux-gnu for Debian's arm64 CPython 3.11, and the kernel tests run by that
 # CPython under qemu-aarch64 (user-mode emulation: a Linux/arm64 process on this x86-64 host),
 # bitwise against the reference backend as on x86-64. Run from the repository root:
-#     bash tests/aarch64.sh [--setup | --build | --test] [DIR]      (DIR: build/aarch64)
+#     bash tests/aarch64.sh [--setup | --build | --test] [--ci] [DIR]   (DIR: build/aarch64)
 # --setup: Debian's qemu-user and cross-compiler (apt-get, as root or through sudo), the arm64
 #   CPython and the libraries it loads (Debian's arm64 packages, unpacked into DIR/root, which
 #   qemu takes as the arm64 file system's root), NumPy's manylinux aarch64 wheel and pytest and
 #   hypothesis from the package index (unpacked into DIR/site);
 # --build: the extension (CMakeLists.txt, cross-compiling: the baseline level, NEON);
 # --test: the tests below under qemu, and `dmlops info` naming NEON.
-# Without a phase, all three. The host needs this repository's test extra (nanobind, cmake,
+# Without a phase, all three. --ci: CI's sizes, which fit its 10 minutes: the module built at
+# -O1 (a quarter of -O3's compile; the same source paths, as the sanitizers' -O0), and the
+# fast paths alone (the plain kernels are the same scalar C++ on every machine, tested at two
+# x86-64 levels and under the sanitizers); without it, -O3 as pip builds, and both.
+# The host needs this repository's test extra (nanobind, cmake,
 # ninja and pip) in the Python that runs the script.
 set -euo pipefail
 phase=all
 case "${1:-}" in --setup|--build|--test) phase="${1#--}"; shift ;; esac
+optimize=-O3
+paths=all
+if [ "${1:-}" = --ci ]; then optimize=-O1; paths=fast; shift; fi
 dir="${1:-build/aarch64}"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
@@ -87,7 +94,8 @@ if [ "$phase" = all ] || [ "$phase" = build ]; then
     -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ -DPython_EXECUTABLE="$python" \
     -DPython_INCLUDE_DIR="$root/usr/include/python3.11" \
     -DCMAKE_CXX_FLAGS="-isystem $root/usr/include" \
-    -DSKBUILD_SOABI=cpython-311-aarch64-linux-gnu -DDMLOPS_STRICT_VECTORS=ON > /dev/null
+    -DSKBUILD_SOABI=cpython-311-aarch64-linux-gnu -DDMLOPS_OPTIMIZE="$optimize" \
+    -DDMLOPS_STRICT_VECTORS=ON > /dev/null
   cmake --build "$build" > /dev/null
   if aarch64-linux-gnu-objdump -d "$build"/_kernels_*.so |
      grep -E '\s(fmla|fmls|fmadd|fmsub|fnmadd|fnmsub)\s'; then
@@ -114,5 +122,5 @@ if [ "$phase" = all ] || [ "$phase" = test ]; then
   fi
   grep -i "level" <<< "$info" | head -1
   # shellcheck disable=SC2086
-  arm -m pytest -q -p no:cacheprovider -p no:randomly -o addopts="" $tests
+  DMLOPS_TEST_EXAMPLES=0.25 DMLOPS_TEST_PATHS="$paths" arm -m pytest -q -p no:cacheprovider -p no:randomly -o addopts="" $tests
 fi

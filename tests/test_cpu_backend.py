@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import dmlops as dml
 from dmlops.backends import cpu
-from levels import level_paths
+from levels import examples, level_paths
 
 LEVELS = cpu.supported()
 
@@ -222,7 +222,7 @@ def _max_as_reference(x, window, indices, **kw):
 # One test per data type: each compiles two kernels (most of a cold CI run), and separate
 # tests let parallel workers (pytest-xdist) share them out.
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
-@settings(max_examples=12)
+@settings(max_examples=examples(12))
 @given(data=st.data(), idt=st.sampled_from([np.uint32, np.uint64, np.int64]))
 def test_max_pooling_bitwise(dtype, data, idt):
     x, window, kw, out, _ = data.draw(cases([dtype]))
@@ -234,7 +234,7 @@ def test_max_pooling_bitwise(dtype, data, idt):
     assert _same(dml.max_pooling(x, window, output_sizes=out, backend="cpu", **kw), want[0])
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(c=cases(FLOATS), incl=st.booleans())
 def test_average_pooling_matches(c, incl):
     x, window, kw, out, _ = c
@@ -273,7 +273,7 @@ def sum_cases(draw):
     return x, window, kw
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(c=sum_cases(), incl=st.booleans())
 def test_average_pooling_sums_in_row_major_order(c, incl):
     # bitwise the reference, whose sums go in SPEC 5's order (row-major window offsets,
@@ -334,7 +334,7 @@ def test_gradients_larger_than_the_caches(grad):
     assert _same(np.ascontiguousarray(store[..., ::2]), want) and (store[..., 1::2] == 5).all()
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(c=cases(FLOATS), wide_argmax=st.booleans())
 def test_max_pooling_grad_bitwise(c, wide_argmax):
     """The gradient against the reference, through a 4-byte argmax and (``wide_argmax``:
@@ -351,7 +351,7 @@ def test_max_pooling_grad_bitwise(c, wide_argmax):
         cpu.ARGMAX32_MOST = 2**32 - 1
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(c=cases([np.int8, np.uint8]), dout=st.sampled_from([np.int8, np.uint8]),
        per_channel=st.booleans(), incl=st.booleans())
 def test_quantized_bitwise(c, dout, per_channel, incl):
@@ -744,7 +744,7 @@ def long_rows(draw):
     return shape, window, kw
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(case=long_rows(), dtype=st.sampled_from([np.float32, np.float16, np.float64, np.int8,
                                                 np.uint16, np.int64]),
        seed=st.integers(0, 2**31), layout=st.sampled_from(["c", "reversed", "stepped"]))
@@ -816,7 +816,7 @@ def _plane_data(shape, extra, dtype, rng, spread):
     return data[..., :shape[3]]
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(case=planes(), dtype=st.sampled_from([np.float32, np.float16, np.float64, np.int8,
                                              np.uint8, np.int64]),
        seed=st.integers(0, 2**31), strided_out=st.booleans())
@@ -838,7 +838,7 @@ def test_separable_max_pooling_bitwise(case, dtype, seed, strided_out):
         assert _same(dml.max_pooling(x, window, backend="cpu", **kw), want)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(case=planes(), dtype=st.sampled_from([np.float32, np.float16, np.float64, np.int8,
                                              np.uint16, np.int32]),
        indices_dtype=st.sampled_from([np.uint32, np.uint64, np.int64]),
@@ -871,7 +871,7 @@ def test_separable_max_pooling_indices_bitwise(case, dtype, indices_dtype, seed,
                      dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(case=planes(), dtype=st.sampled_from([np.uint8, np.int8]),
        out_dtype=st.sampled_from([np.uint8, np.int8]), seed=st.integers(0, 2**31),
        per_channel=st.booleans(), include_padding=st.booleans())

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import dmlops as dml
 import oracles as O
-from levels import level_paths
+from levels import examples, level_paths
 
 cpu = importlib.import_module("dmlops.backends.cpu")
 # the module, not the ``padding`` function that the backend package exports by that name
@@ -89,7 +89,7 @@ def level_and_path(request, monkeypatch):
     cpu.set_level(None)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(case=pad_cases(), dtype=st.sampled_from(O.ALL_DTYPES), seed=st.integers(0, 2**32 - 1),
        data=st.data())
 def test_kernel_matches_reference_bitwise(case, dtype, seed, data):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import dmlops as dml
 import oracles as O
 from test_cpu_padding import layouts, memory_shape, pad_cases, view
-from levels import level_paths
+from levels import examples, level_paths
 
 cpu = importlib.import_module("dmlops.backends.cpu")
 MODES = ["constant", "edge", "reflection", "symmetric", "wrap"]
@@ -48,7 +48,7 @@ def cpu_path(request, monkeypatch):
     cpu.set_level(None)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=pad_cases(), dtype=st.sampled_from(FLOATS), seed=st.integers(0, 2**32 - 1),
        data=st.data())
 def test_every_path_is_the_oracle_bitwise(cpu_path, case, dtype, seed, data):
