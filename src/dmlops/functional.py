@@ -1,5 +1,5 @@
 """The everyday layer (SPEC 4.1): NumPy in, NumPy out (PyTorch tensors in, tensors out:
-``_callers_kind``; Dask arrays in, lazy Dask arrays out: ``_dask``).
+``_results_as_given``; Dask arrays in, lazy Dask arrays out: ``_dask``).
 
 Each function validates through the same family modules as :func:`compile_operator` (in
 extended mode, with the caller's argument names in messages), then runs the chosen backend's
@@ -165,7 +165,7 @@ def _as_tensor(r: Any) -> Any:
     return _torch().from_dlpack(r)
 
 
-def _callers_kind(fn: _F) -> _F:
+def _results_as_given(fn: _F) -> _F:
     """PyTorch tensors in, PyTorch tensors out: where the first array argument is a tensor,
     new results come back as tensors sharing their memory (``_as_tensor``, no copy);
     tensors given as ``out`` are written in place and returned as given. Any other input
@@ -434,7 +434,7 @@ def average_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts 
                     backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1,
                     start_padding: IntOrInts = 0, end_padding: IntOrInts = 0,
                     dilations: IntOrInts = 1, include_padding: bool | np.bool_ = False,
@@ -594,7 +594,7 @@ def max_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ..
                 ) -> NDArray[Any] | tuple[NDArray[Any], IndexArray]: ...
 
 
-@_callers_kind
+@_results_as_given
 def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1,
                 start_padding: IntOrInts = 0, end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
                 output_sizes: IntOrInts | None = None,
@@ -684,7 +684,7 @@ def max_pooling_grad(x: ArrayLike, dy: ArrayLike, window_size: IntOrInts, *,
                      chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
                      strides: IntOrInts = 1, start_padding: IntOrInts = 0,
                      end_padding: IntOrInts = 0, dilations: IntOrInts = 1, out: Any = None,
@@ -771,7 +771,7 @@ def average_pooling_grad(dy: ArrayLike, window_size: IntOrInts, *, input_sizes: 
                          backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes: IntOrInts,
                          strides: IntOrInts = 1, start_padding: IntOrInts = 0,
                          end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
@@ -842,7 +842,7 @@ def lp_pooling(x: ArrayLike, window_size: IntOrInts, *, p: int = ..., strides: I
                ) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def lp_pooling(x: ArrayInput, window_size: IntOrInts, *, p: int = 2, strides: IntOrInts = 1,
                start_padding: IntOrInts = 0, end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
                output_sizes: IntOrInts | None = None, out: Any = None, backend: str | None = None,
@@ -916,7 +916,7 @@ def max_unpooling(x: ArrayLike, indices: ArrayLike, output_sizes: IntOrInts, *,
                   ) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *, out: Any = None,
                   backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Max unpooling (SPEC 3.7): a zero output of ``output_sizes`` (the full shape, N and C
@@ -996,7 +996,7 @@ def roi_pooling(x: ArrayLike, rois: ArrayLike, *, spatial_scale: Float, pooled_s
                 ) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def roi_pooling(x: ArrayInput, rois: ArrayLike, *, spatial_scale: Float, pooled_size: IntOrInts,
                 out: Any = None, backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
@@ -1164,7 +1164,7 @@ def quantized_linear_average_pooling(x: ArrayLike, input_scale: ArrayLike,
                                      chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
                                      input_zero_point: ArrayLike | None, output_scale: ArrayLike,
                                      output_zero_point: ArrayLike | None, window_size: IntOrInts,
@@ -1311,7 +1311,7 @@ def padding(x: ArrayLike, start_padding: IntOrInts, end_padding: IntOrInts, *,
             backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
             mode: PaddingModeLike = "constant", value: Float = 0, out: Any = None,
             backend: str | None = None, chunks: Chunks | None = None) -> Any:
@@ -1392,7 +1392,7 @@ def padding_grad(dy: ArrayLike, input_sizes: IntOrInts, start_padding: IntOrInts
                  chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_callers_kind
+@_results_as_given
 def padding_grad(dy: ArrayInput, input_sizes: IntOrInts, start_padding: IntOrInts,
                  end_padding: IntOrInts, *, mode: PaddingModeLike = "constant",
                  out: Any = None, backend: str | None = None,
