@@ -13,13 +13,13 @@ def level_paths() -> list[tuple[str, str]]:
     compiler's own vectorising can use (tests/sanitize.sh runs them at the lowest)."""
     levels = list(cpu.supported())
     plain = sorted({levels[0], levels[-1]}, key=levels.index)
-    if os.environ.get("DMLOPS_TEST_PATHS") == "fast":     # (tests/aarch64.sh --fast)
+    if os.environ.get("DMLOPS_TEST_PATHS") == "fast":     # (tests/aarch64.sh --ci)
         plain = []
     return [(lv, "fast") for lv in levels] + [(lv, "plain") for lv in plain]
 
 
 def examples(n: int) -> int:
     """A property test's number of examples: ``n``, scaled by ``DMLOPS_TEST_EXAMPLES`` (a
-    fraction; tests/aarch64.sh takes a quarter, each example costing 10 to 20 times as much
+    fraction; tests/aarch64.sh --ci takes a quarter, each example costing 10 to 20 times as much
     under emulation), at least 4."""
     return max(4, round(n * float(os.environ.get("DMLOPS_TEST_EXAMPLES", "1"))))

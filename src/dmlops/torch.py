@@ -373,10 +373,11 @@ def _roi_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
 #
 # One library, the ops' schemas written out (as torch.library.custom_op inferred them, but the
 # window's fields int[]: _GEOMETRY), each op with three kernels: the computation
-# (CompositeExplicitAutograd), the fake kernel (Meta), and its own autograd kernel (Autograd). The autograd kernel takes the shortest way where no
-# gradient is wanted: no autograd.Function, and where the tensors are plain CPU tensors the
-# computation called in place of a second pass through the dispatcher (issue 44: a call's cost
-# over the NumPy call). Every kernel runs with TorchDynamo off, as custom_op's do.
+# (CompositeExplicitAutograd), the fake kernel (Meta), and its own autograd kernel
+# (Autograd). The autograd kernel takes the shortest way where no gradient is wanted: no
+# autograd.Function, and where the tensors are plain CPU tensors the computation called in
+# place of a second pass through the dispatcher (issue 44: a call's cost over the NumPy
+# call). Every kernel runs with TorchDynamo off, as custom_op's do.
 
 _LIB = torch.library.Library("dmlops", "DEF")
 _BELOW_AUTOGRAD = torch._C._after_autograd_keyset
