@@ -12,8 +12,9 @@
 namespace dmlops {
 
 namespace {
-template <class T, class A, class MakeFinish>
-void sum_pool(const SumPoolCall& c, MakeFinish&& make_finish) {
+// (one instance per input and accumulator type: Finish)
+template <class T, class A>
+void sum_pool(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
   if (c.plain) return sum_pool_plain<T, A>(c, make_finish);
   if constexpr (std::is_integral_v<A> && SumLanes<T, A>::kFits) {
     if (separable_sums_path(c)) return sum_pool_separable<T, A>(c, make_finish);
@@ -28,13 +29,13 @@ void average_pool(const SumPoolCall& c) {
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const int64_t ys = c.y.strides[c.y.rank - 1];
     sum_pool<T, A>(c, [&] {
-      return [&, av = std::make_unique<Averager<A>>()](const int64_t*, int64_t yrow, int64_t t0,
-                                                       int64_t n, const A* sums,
-                                                       const Counts& k) {
+      return finish_of<A>([&, av = std::make_unique<Averager<A>>()](
+                              const int64_t*, int64_t yrow, int64_t t0, int64_t n, const A* sums,
+                              const Counts& k) {
         T* y = c.y.template at<T>(yrow + t0 * ys);
         if (ys == 1) return av->row(y, n, sums, k);
         for (int64_t i = 0; i < n; ++i) y[i * ys] = average_of<T, A>(sums[i], k.divisor[i]);
-      };
+      });
     });
   });
 }
@@ -48,9 +49,9 @@ void quantized(const SumPoolCall& c) {
   // per channel along the last dimension (channels-last data), the channel is the output's
   const bool by_lane = q.count > 1 && q.channel_dim == last;
   sum_pool<X, A>(c, [&] {
-    return [&, rq = std::make_unique<Requantizer<Y>>(q)](
-               const int64_t* o, int64_t yrow, int64_t t0, int64_t n, const A* sums,
-               const Counts& k) {
+    return finish_of<A>([&, rq = std::make_unique<Requantizer<Y>>(q)](
+                            const int64_t* o, int64_t yrow, int64_t t0, int64_t n,
+                            const A* sums, const Counts& k) {
       Y* y = c.y.template at<Y>(yrow + t0 * ys);
       if constexpr (std::is_same_v<A, int32_t>) {
         if (!by_lane && ys == 1) return rq->row(y, n, sums, k, channel_of(q, o));
@@ -62,7 +63,7 @@ void quantized(const SumPoolCall& c) {
         int64_t centred = int64_t(sums[i]) - k.real[i] * q.zp_in[ch];
         y[i * ys] = requantize<Y>(centred, k.divisor[i], q.s_in[ch], q.s_out[ch], q.zp_out[ch]);
       }
-    };
+    });
   });
 }
 

@@ -4,8 +4,11 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "common/half.h"
 #include "common/keys.h"
@@ -45,6 +48,31 @@ struct Counts {
   const int64_t* divisor;
   int64_t version;
 };
+
+// A task's finish: (*finish)(row coordinates, offset of the output row, t0, n, sums, counts)
+// turns the sums of outputs [t0, t0 + n) of a row into results. An interface, so that the
+// summing paths are compiled once per input and accumulator type whatever the finish makes
+// of the sums (quantized pooling's int8 and uint8 outputs share them): one indirect call a
+// tile, or a plain kernel's output. make() makes each task's own (its kept divisors).
+template <class A> struct Finish {
+  virtual ~Finish() = default;
+  virtual void operator()(const int64_t* o, int64_t yoff, int64_t t0, int64_t n, const A* sums,
+                          const Counts& k) = 0;
+};
+template <class A> using MakeFinish = std::function<std::unique_ptr<Finish<A>>()>;
+
+// The Finish that calls fn.
+template <class A, class F> std::unique_ptr<Finish<A>> finish_of(F fn) {
+  struct Of final : Finish<A> {
+    F f;
+    explicit Of(F g) : f(std::move(g)) {}
+    void operator()(const int64_t* o, int64_t yoff, int64_t t0, int64_t n, const A* sums,
+                    const Counts& k) override {
+      f(o, yoff, t0, n, sums, k);
+    }
+  };
+  return std::make_unique<Of>(std::move(fn));
+}
 
 // An average's result in the output type: +0.0 for a zero divisor, NaN canonical (SPEC 5).
 template <class T, class A> inline T average_of(A sum, int64_t divisor) {

@@ -7,11 +7,11 @@
 
 namespace dmlops {
 
-// finish(coordinates, offset of the output row, o, 1, &sum, counts) for every output o (the
-// last coordinate), with the sum of its window's real elements, their count and its divisor;
-// A is the accumulator type, make_finish() makes each task's finish.
-template <class T, class A, class MakeFinish>
-void sum_pool_plain(const SumPoolCall& c, MakeFinish&& make_finish) {
+// (*finish)(coordinates, offset of the output row, o, 1, &sum, counts) for every output o
+// (the last coordinate), with the sum of its window's real elements, their count and its
+// divisor; A is the accumulator type.
+template <class T, class A>
+void sum_pool_plain(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
   const int rank = c.x.rank, k = rank - 2;
   const int64_t outputs = c.y.count();
   parallel_for(outputs, double(outputs) * double(c.w.size[0]), c.threads,
@@ -28,7 +28,7 @@ void sum_pool_plain(const SumPoolCall& c, MakeFinish&& make_finish) {
         sum += widen<A>(load(c.x.template at<T>(xoff)));
       });
       const int64_t at = o[rank - 1];
-      finish(o, yoff - at * c.y.strides[rank - 1], at, 1, &sum, Counts{&real, &divisor, flat});
+      (*finish)(o, yoff - at * c.y.strides[rank - 1], at, 1, &sum, Counts{&real, &divisor, flat});
     }
   });
 }

@@ -114,10 +114,10 @@ DMLOPS_PREFETCHES void prefetch_rows_ahead(const T* x, const int64_t* xoffs, int
                     step * int64_t(sizeof(T)));
 }
 
-// finish(row coordinates, offset of the output row, t0, n, sums, counts) for each tile
-// [t0, t0 + n) of every output row; make_finish() makes each task's finish.
-template <class T, class A, class MakeFinish>
-void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
+// (*finish)(row coordinates, offset of the output row, t0, n, sums, counts) for each tile
+// [t0, t0 + n) of every output row.
+template <class T, class A>
+void sum_pool_rows(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
   const int rank = c.x.rank, last = rank - 1, k = rank - 2;
   const int64_t ow = c.y.sizes[last];
   const int64_t tiles = (ow + kRowTile - 1) / kRowTile;
@@ -175,7 +175,7 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
         if (!done) va = vb = t.t0;
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, s->acc, t.t0);
-        finish(t.o, yoff, t.t0, n, s->acc, counts);
+        (*finish)(t.o, yoff, t.t0, n, s->acc, counts);
         continue;
       }
       for (int64_t i = 0; i < n; ++i) s->acc[i] = A(0);
@@ -191,7 +191,7 @@ void sum_pool_rows(const SumPoolCall& c, MakeFinish&& make_finish) {
               s->offset(a - t.t0, b - a, c.x.template at<T>(xoff + x0 * xs), last_dim.stride * xs);
             });
       });
-      finish(t.o, yoff, t.t0, n, s->acc, counts);
+      (*finish)(t.o, yoff, t.t0, n, s->acc, counts);
     }
     delete s;
   });

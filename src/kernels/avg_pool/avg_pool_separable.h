@@ -76,13 +76,13 @@ inline bool flat_second_pass(const SumPoolCall& c, const SeparableGeometry& geo)
   return geo.rows.stride == 1 && ow == width && c.y.strides[3] == 1 && c.y.strides[2] == ow;
 }
 
-// finish(row coordinates, offset of the output row, t0, n, sums, counts), as sum_pool_rows
+// (*finish)(row coordinates, offset of the output row, t0, n, sums, counts), as sum_pool_rows
 // calls it, for every output row in tiles of kSeparableTile columns; where flat_second_pass
 // holds, a block's full rows (every window row real, so the same counts in every row) go to
 // finish as one tile of their rows' outputs back to back, as if one long row: whole vectors
 // across the rows' ends and one finish call for the lot.
-template <class T, class A, class MakeFinish>
-void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
+template <class T, class A>
+void sum_pool_separable(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
   const SeparableGeometry geo(c.x, c.y, c.w);
   const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3];
   const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
@@ -164,7 +164,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
             s.row_real = row_real, s.row_div = row_div, s.t0 = t0;
             ++s.counts.version;
           }
-          finish(o, yoff, t0, m, s.sums.data(), s.counts);
+          (*finish)(o, yoff, t0, m, s.sums.data(), s.counts);
         }
       };
       Span run{b0, b0};
@@ -179,7 +179,7 @@ void sum_pool_separable(const SumPoolCall& c, MakeFinish&& make_finish) {
         if (int64_t(s.sums.size()) < m) s.sums.resize(size_t(m));
         column_sums(h, window_rows(run.lo), m, s.sums.data());
         const int64_t o[4] = {n, ch, run.lo, 0};
-        finish(o, yplane + run.lo * c.y.strides[2], 0, m, s.sums.data(), flat_counts);
+        (*finish)(o, yplane + run.lo * c.y.strides[2], 0, m, s.sums.data(), flat_counts);
       }
       for (int64_t oy = run.hi; oy < b1; ++oy) one_row(oy);
     };
