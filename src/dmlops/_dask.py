@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -248,21 +249,51 @@ def _reach(g: Window, eff: Any, i: Any, o0: Any, o1: Any, n: Any) -> Any:
     return rlo, rhi, rlo - lo, max(0, min(hi, n + g.end[i]) - rhi)
 
 
-def _blocks(shape: Any, block: Any, count: Any) -> Any:
-    """Arrays of ``count`` outputs made of blocks: ``block(index)`` gives the ``count``
-    Dask arrays at block ``index`` of a grid of ``shape``."""
-    import dask.array as da
+class _Graph:
+    """The tasks of one lazy result, keyed by hand: each output block a task that reads its
+    inputs' chunks by their keys, beside the tasks it reads (parts of chunks, ...). Calling
+    ``dask.delayed`` with Delayed arguments instead merges every argument's whole graph at
+    each call: quadratic in the blocks (a 64 GiB volume in 64^3 chunks spent an hour a
+    pyramid level before computing anything)."""
 
-    blocks = np.empty(shape, dtype=object)
-    for index in np.ndindex(*shape):
-        blocks[index] = block(index)
-    outs = []
-    for j in range(count):
-        nested = np.empty(shape, dtype=object)
-        for index in np.ndindex(*shape):
-            nested[index] = blocks[index][j]
-        outs.append(da.block(nested.tolist()))
-    return outs
+    def __init__(self, what: str, *inputs: Any) -> None:
+        import uuid
+        self.name = f"dmlops-{what}-{uuid.uuid4().hex}"     # (a new result at each call)
+        self.inputs = inputs
+        self.dsk: dict[Any, Any] = {}
+
+    def task(self, fn: Any, *args: Any) -> tuple[str, int]:
+        """The key of a new task ``fn(*args)``: a key in ``args`` (in lists too) stands for
+        its result."""
+        key = (self.name + "-task", len(self.dsk))
+        self.dsk[key] = (fn, *args)
+        return key
+
+    def _array(self, name: str, layer: dict[Any, Any], chunks: Any, dtype: Any) -> Any:
+        import dask.array as da
+        from dask.highlevelgraph import HighLevelGraph
+
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=self.inputs)
+        return da.Array(graph, name, chunks, dtype=dtype)
+
+    def arrays(self, shape: Any, block: Any, count: int, chunks: Any, dtypes: Any) -> list[Any]:
+        """The ``count`` arrays of a grid of ``shape`` blocks (``chunks``): ``block(index)``
+        gives the key of each one's block at ``index``."""
+        blocks = {index: block(index) for index in np.ndindex(*shape)}
+        outs = []
+        for j in range(count):
+            name = f"{self.name}-{j}"
+            layer = dict(self.dsk)
+            layer.update(((name, *index), keys[j]) for index, keys in blocks.items())
+            outs.append(self._array(name, layer, chunks, dtypes[j]))
+        return outs
+
+    def array(self, key: Any, shape: Any, dtype: Any) -> Any:
+        """The result of task ``key`` as an array of one block."""
+        name = f"{self.name}-{len(self.dsk)}"
+        layer = dict(self.dsk)
+        layer[(name,) + (0,) * len(shape)] = key
+        return self._array(name, layer, tuple((n,) for n in shape), dtype)
 
 
 def _spans(chunks: Any) -> list[list[tuple[int, int]]]:
@@ -272,16 +303,15 @@ def _spans(chunks: Any) -> list[list[tuple[int, int]]]:
 
 
 class _Reader:
-    """Regions of Dask array ``x`` as task arguments: the chunks a region meets, nested a
-    level per dimension, each whole (the chunk's own Delayed object) or as the part of it
-    the region takes (a task of its own, copied: shared by every region that takes that
-    part). Assembled inside the task (``_assemble``). Slicing the Dask array instead would
+    """Regions of Dask array ``x`` as task arguments of ``graph``: the chunks a region meets,
+    nested a level per dimension, each whole (the chunk's key) or as the part of it the region
+    takes (a task of its own, copied: shared by every region that takes that part). Assembled inside the task (``_assemble``). Slicing the Dask array instead would
     let Dask's fusion compute a chunk once per slice of it (a generated or zarr-read chunk
     read by the halos of its neighbours four times over); and a chunk is released once its
     own block and its parts are made, so memory stays bounded by a few chunks a thread."""
 
-    def __init__(self, x: Any) -> None:
-        self.chunks = x.to_delayed(optimize_graph=False)
+    def __init__(self, x: Any, graph: _Graph) -> None:
+        self.name, self.graph = x.name, graph
         self.starts = [np.cumsum((0,) + c) for c in x.chunks]
         self.parts: dict[Any, Any] = {}
 
@@ -299,15 +329,14 @@ class _Reader:
             cut = tuple(c[a] for c, a in zip(cuts, at))
             whole = all(a == 0 and b == int(st[j + 1] - st[j])
                         for (a, b), st, j in zip(cut, self.starts, index))
-            grid[at] = self.chunks[index] if whole else self._part(index, cut)
+            grid[at] = (self.name, *index) if whole else self._part(index, cut)
         return (grid.tolist(),)
 
     def _part(self, index: Any, cut: Any) -> Any:
         key = (index, cut)
         if key not in self.parts:
-            import dask
-            self.parts[key] = dask.delayed(_copied, pure=True)(
-                self.chunks[index], tuple(slice(a, b) for a, b in cut))
+            self.parts[key] = self.graph.task(_copied, (self.name, *index),
+                                              tuple(slice(a, b) for a, b in cut))
         return self.parts[key]
 
 
@@ -344,8 +373,6 @@ def pooling(x: Any, call: Call, kernels: ModuleType, chunks: Chunks | None, name
     per-channel quantization parameters sliced to the block's channels. Blocks whose windows
     cover no real element along some dimension are that result's fill (computed in
     memory)."""
-    import dask
-    import dask.array as da
 
     from . import pooling as _pool
     from .window import Window, effective
@@ -361,7 +388,8 @@ def pooling(x: Any, call: Call, kernels: ModuleType, chunks: Chunks | None, name
     fills = _fills(plan, kernels, x.dtype, out_dtype, idx_dtype, call.extra)
     full = tuple(int(n) for n in x.shape)
     spans = _spans(out_chunks)
-    read = _Reader(x)
+    graph = _Graph("pooling", x)
+    read = _Reader(x, graph)
 
     def block(index: Any) -> Any:
         o: list[tuple[int, int]] = [spans[d][j] for d, j in enumerate(index)]
@@ -370,7 +398,8 @@ def pooling(x: Any, call: Call, kernels: ModuleType, chunks: Chunks | None, name
         for i in range(k):
             reach = _reach(g, eff, i, *o[2 + i], full[2 + i])
             if reach is None:       # no window of the block reads a real element here
-                return [_fill(f, *o[1], shape) for f in fills]
+                return [graph.task(np.broadcast_to, _channel_part(f, *o[1]), shape)
+                        for f in fills]
             region.append(slice(reach[0], reach[1]))
             start.append(reach[2])
             end.append(reach[3])
@@ -390,11 +419,12 @@ def pooling(x: Any, call: Call, kernels: ModuleType, chunks: Chunks | None, name
             if pair:
                 ys[1] = _global_indices(ys[1], xb.shape, origin, full, plan.empty_index)
             return tuple(ys)
-        task = dask.delayed(run, nout=2 if pair else 1, pure=False)(*read(tuple(region)))
-        dtypes = (out_dtype, idx_dtype) if pair else (out_dtype,)
-        return [da.from_delayed(task[j], shape, dtype=dt) for j, dt in enumerate(dtypes)]
+        task = graph.task(run, *read(tuple(region)))
+        return [graph.task(operator.getitem, task, j) for j in range(len(dtypes))]
 
-    outs = _blocks(tuple(len(c) for c in out_chunks), block, 2 if pair else 1)
+    dtypes = (out_dtype, idx_dtype) if pair else (out_dtype,)
+    outs = graph.arrays(tuple(len(c) for c in out_chunks), block, len(dtypes), out_chunks,
+                        dtypes)
     return (outs[0], outs[1]) if pair else outs[0]
 
 
@@ -414,8 +444,6 @@ def pooling_grad(x: Any, dy: Any, call: Call, kernels: ModuleType, chunks: Chunk
     kernel on that local problem, so every element gets the same contributions in the same
     ascending output order; the block is cut from the local result. No atomics, no
     scatter."""
-    import dask
-    import dask.array as da
 
     from . import pooling as _pool
     from .window import Window, effective
@@ -428,8 +456,9 @@ def pooling_grad(x: Any, dy: Any, call: Call, kernels: ModuleType, chunks: Chunk
     out_chunks = output_chunks(chunks, g.input_sizes, dtype, names, default)
     eff = [effective(g.window[i], g.dilations[i]) for i in range(k)]
     spans = _spans(out_chunks)
-    read_dy = _Reader(dy)
-    read_x = _Reader(x) if x is not None else None
+    graph = _Graph("pooling-grad", *([dy] if x is None else [dy, x]))
+    read_dy = _Reader(dy, graph)
+    read_x = _Reader(x, graph) if x is not None else None
 
     def block(index: Any) -> Any:
         o: list[tuple[int, int]] = [spans[d][j] for d, j in enumerate(index)]
@@ -443,7 +472,7 @@ def pooling_grad(x: Any, dy: Any, call: Call, kernels: ModuleType, chunks: Chunk
             o1 = min(f, -(-(b1 + a) // s))
             reach = _reach(g, eff, i, o0, o1, g.input_sizes[2 + i]) if o0 < o1 else None
             if reach is None or reach[1] <= b0 or reach[0] >= b1:
-                return [da.zeros(shape, dtype=dtype)]
+                return [graph.task(np.zeros, shape, dtype)]
             outs.append(slice(o0, o1))
             region.append(slice(reach[0], reach[1]))
             start.append(reach[2])
@@ -471,10 +500,9 @@ def pooling_grad(x: Any, dy: Any, call: Call, kernels: ModuleType, chunks: Chunk
         args: tuple[list[Any], ...] = read_dy(tuple(outs))
         if read_x is not None:      # (an x was given)
             args += read_x(tuple(outs[:2] + region))
-        task = dask.delayed(run, pure=False)(*args)
-        return [da.from_delayed(task, shape, dtype=dtype)]
+        return [graph.task(run, *args)]
 
-    return _blocks(tuple(len(c) for c in out_chunks), block, 1)[0]
+    return graph.arrays(tuple(len(c) for c in out_chunks), block, 1, out_chunks, [dtype])[0]
 
 
 def _global_indices(local: Any, local_shape: Any, origin: Any, full: Any, empty: Any) -> Any:
@@ -508,13 +536,6 @@ def _fills(plan: Any, kernels: ModuleType, dtype: Any, out_dtype: Any, idx_dtype
     return ys
 
 
-def _fill(f: Any, c0: Any, c1: Any, shape: Any) -> Any:
-    """A block of ``shape`` (channels [c0, c1)) of fill ``f`` (``_fills``)."""
-    import dask.array as da
-
-    return da.broadcast_to(da.from_array(_channel_part(f, c0, c1)), shape, chunks=shape)
-
-
 def unpooling(x: Any, indices: Any, call: Call, kernels: ModuleType, chunks: Chunks | None,
               names: Names) -> Any:
     """The lazy max unpooling of ``x`` at ``indices`` (Dask arrays of one shape): each input
@@ -524,8 +545,6 @@ def unpooling(x: Any, indices: Any, call: Call, kernels: ModuleType, chunks: Chu
     memory). Output chunks: N and C as the input's, the others cut where the input's are,
     scaled to the output's size. An index outside the output is the in-memory error, raised
     when the block holding it is computed."""
-    import dask
-    import dask.array as da
 
     from . import pooling as _pool
 
@@ -536,8 +555,8 @@ def unpooling(x: Any, indices: Any, call: Call, kernels: ModuleType, chunks: Chu
         _cut(x.chunks[d], out_sizes[d], lambda b, n=full[d], m=out_sizes[d]: b * m // n)
         for d in range(2, x.ndim))
     out_chunks = output_chunks(chunks, out_sizes, dtype, names, default)
-    x_blocks = x.to_delayed(optimize_graph=False)
-    i_blocks = indices.rechunk(x.chunks).to_delayed(optimize_graph=False)
+    ix = indices.rechunk(x.chunks)
+    graph = _Graph("unpooling", x, ix)
     bounds = [np.cumsum((0,) + c) for c in out_chunks]
     grid = tuple(len(c) for c in out_chunks)
     in_spans = _spans(x.chunks)
@@ -548,15 +567,15 @@ def unpooling(x: Any, indices: Any, call: Call, kernels: ModuleType, chunks: Chu
         return _sorted_triples(xb, ib, origin, full, out_sizes, bounds, grid, empty)
 
     parts = {}
-    for index in np.ndindex(*x_blocks.shape):
+    for index in np.ndindex(*x.numblocks):
         origin = [in_spans[d][j][0] for d, j in enumerate(index)]
-        parts[index] = dask.delayed(sort, pure=False)(x_blocks[index], i_blocks[index], origin)
+        parts[index] = graph.task(sort, (x.name, *index), (ix.name, *index), origin)
     spans = _spans(out_chunks)
 
     def block(index: Any) -> Any:
         shape = tuple(b - a for a, b in (spans[d][j] for d, j in enumerate(index)))
         flat = int(np.ravel_multi_index(index, grid))
-        pieces = [dask.delayed(_piece, pure=True)(t, flat) for t in parts.values()]
+        pieces = [graph.task(_piece, t, flat) for t in parts.values()]
 
         def run(pieces: Any) -> Any:
             y = np.zeros(shape, dtype)
@@ -570,9 +589,9 @@ def unpooling(x: Any, indices: Any, call: Call, kernels: ModuleType, chunks: Chu
                     kernels.max_unpooling(v.reshape(1, 1, -1), at.reshape(1, 1, -1),
                                           y.reshape(1, 1, -1), 2**64 - 1)
             return y
-        return [da.from_delayed(dask.delayed(run, pure=False)(pieces), shape, dtype=dtype)]
+        return [graph.task(run, pieces)]
 
-    return _blocks(grid, block, 1)[0]
+    return graph.arrays(grid, block, 1, out_chunks, [dtype])[0]
 
 
 def _piece(triples: Any, flat: Any) -> Any:
@@ -615,7 +634,6 @@ def roi_pooling(x: Any, regions: Any, call: Call, kernels: ModuleType, chunks: C
     the bin clipped to the input: the box holds every real element of every bin). Outputs in
     the boxes' order; ``chunks`` chunks them, by default all boxes in one chunk and C as the
     input's."""
-    import dask
     import dask.array as da
 
     dtype = np.dtype(call.outputs[0][2])
@@ -624,7 +642,8 @@ def roi_pooling(x: Any, regions: Any, call: Call, kernels: ModuleType, chunks: C
     out_chunks = output_chunks(chunks, call.outputs[0][1], dtype, names,
                                ((len(regions),), x.chunks[1], (ph,), (pw,)))
     rows, groups = [], []
-    read = _Reader(x)
+    graph = _Graph("roi-pooling", x)
+    read = _Reader(x, graph)
     for b in np.unique(regions[:, 0]):
         which = np.flatnonzero(regions[:, 0] == b)
         r = regions[which]
@@ -653,8 +672,7 @@ def roi_pooling(x: Any, regions: Any, call: Call, kernels: ModuleType, chunks: C
                 return y
             box_region = (slice(int(b), int(b) + 1), slice(c0, c1), slice(box[0], box[1]),
                           slice(box[2], box[3]))
-            task = dask.delayed(run, pure=False)(*read(box_region))
-            parts.append(da.from_delayed(task, shape, dtype=dtype))
+            parts.append(graph.array(graph.task(run, *read(box_region)), shape, dtype))
         groups.append(da.concatenate(parts, axis=1))
         rows.append(which)
     order = np.argsort(np.concatenate(rows), kind="stable")
