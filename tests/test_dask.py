@@ -535,7 +535,6 @@ def test_a_lazy_result_is_built_without_walking_its_input_graph_per_block(op):
         boxes = np.array([[0, 0, 0, 9, 9], [1, 2, 3, 19, 23]], dtype=np.float32)
         y = dml.roi_pooling(x, boxes, spatial_scale=1.0, pooled_size=(2, 2))
     assert _CountedGraph.walks <= 2, _CountedGraph.walks
-    want = {"average": lambda: dml.average_pooling(base.compute(), 3, strides=2,
-                                                   start_padding=1, end_padding=1)}
-    if op in want:
-        assert np.array_equal(y.compute(), want[op]())
+    if op == "average":     # (the others' values: the tests above, at any chunking)
+        want = dml.average_pooling(base.compute(), 3, strides=2, start_padding=1, end_padding=1)
+        assert np.array_equal(y.compute(), want)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -253,11 +254,10 @@ class _Graph:
     """The tasks of one lazy result, keyed by hand: each output block a task that reads its
     inputs' chunks by their keys, beside the tasks it reads (parts of chunks, ...). Calling
     ``dask.delayed`` with Delayed arguments instead merges every argument's whole graph at
-    each call: quadratic in the blocks (a 64 GiB volume in 64^3 chunks spent an hour a
-    pyramid level before computing anything)."""
+    each call: quadratic in the blocks (a pyramid level of a 4 GiB volume in 64^3 chunks took
+    4.7 s to build, of a 64 GiB one about an hour)."""
 
     def __init__(self, what: str, *inputs: Any) -> None:
-        import uuid
         self.name = f"dmlops-{what}-{uuid.uuid4().hex}"     # (a new result at each call)
         self.inputs = inputs
         self.dsk: dict[Any, Any] = {}
@@ -305,10 +305,11 @@ def _spans(chunks: Any) -> list[list[tuple[int, int]]]:
 class _Reader:
     """Regions of Dask array ``x`` as task arguments of ``graph``: the chunks a region meets,
     nested a level per dimension, each whole (the chunk's key) or as the part of it the region
-    takes (a task of its own, copied: shared by every region that takes that part). Assembled inside the task (``_assemble``). Slicing the Dask array instead would
-    let Dask's fusion compute a chunk once per slice of it (a generated or zarr-read chunk
-    read by the halos of its neighbours four times over); and a chunk is released once its
-    own block and its parts are made, so memory stays bounded by a few chunks a thread."""
+    takes (a task of its own, copied: shared by every region that takes that part). Assembled
+    inside the task (``_assemble``). Slicing the Dask array instead would let Dask's fusion
+    compute a chunk once per slice of it (a generated or zarr-read chunk read by the halos of
+    its neighbours four times over); and a chunk is released once its own block and its parts
+    are made, so memory stays bounded by a few chunks a thread."""
 
     def __init__(self, x: Any, graph: _Graph) -> None:
         self.name, self.graph = x.name, graph

@@ -53,7 +53,7 @@ struct Counts {
 // turns the sums of outputs [t0, t0 + n) of a row into results. An interface, so that the
 // summing paths are compiled once per input and accumulator type whatever the finish makes
 // of the sums (quantized pooling's int8 and uint8 outputs share them): one indirect call a
-// tile, or a plain kernel's output. make() makes each task's own (its kept divisors).
+// tile, or a plain kernel's output. A MakeFinish makes each task's own (its kept divisors).
 template <class A> struct Finish {
   virtual ~Finish() = default;
   virtual void operator()(const int64_t* o, int64_t yoff, int64_t t0, int64_t n, const A* sums,
