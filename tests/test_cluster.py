@@ -151,6 +151,53 @@ def test_a_chunk_write_that_fails_on_a_worker(tmp_path, monkeypatch, cluster):
     assert zarr.open_array(store=str(tmp_path / "old.zarr"), mode="r")[...].tolist() == [1, 2, 3]
 
 
+class _DyingWrite(distributed.WorkerPlugin):
+    """The first chunk write on any worker ends its process (a machine lost, the kernel's
+    OOM killer): the task is lost with the worker."""
+
+    def __init__(self, flag):
+        self.flag = str(flag)
+
+    def setup(self, worker):
+        from zarr.storage import LocalStore
+        saved, flag = LocalStore.set, self.flag
+
+        async def dying(store, key, value):
+            if "/c/" in f"/{key}":
+                try:
+                    os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    pass
+                else:
+                    os._exit(1)
+            return await saved(store, key, value)
+        LocalStore.set = dying
+
+
+def test_a_task_lost_with_its_worker(tmp_path, tmp_path_factory, monkeypatch):
+    """A worker process dies in a chunk write, on a cluster that gives a task no second
+    worker (allowed-failures 0; by default Dask reruns it elsewhere, and the target is then
+    checked complete): exit 2 at the target's command naming the store and the lost worker;
+    nothing left behind."""
+    import cloudpickle
+    import dask
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    monkeypatch.chdir(tmp_path_factory.mktemp("dying-workers"))
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        client.register_plugin(_DyingWrite(tmp_path / "died"), name="dying-write")
+        monkeypatch.chdir(tmp_path)
+        _volume(tmp_path)
+        path = _write(tmp_path, _pool_model("in.zarr", [("y", "y.zarr")]))
+        rc, out, err = _run(path, "--scheduler", cluster.scheduler_address)
+    assert (tmp_path / "died").exists()
+    assert rc == 2 and "commands[1].targetPath" in err, err
+    assert str(tmp_path / "y.zarr") in err and "died" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["died", "in.zarr", "model.json"]
+
+
 def test_a_target_left_incomplete_is_an_error(tmp_path, monkeypatch, cluster):
     """A chunk missing after the writes (a worker that wrote to a disk of its own, a write
     lost): exit 2 naming the store; nothing left behind."""

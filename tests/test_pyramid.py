@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -156,6 +157,65 @@ def test_mistakes_are_exit_2_with_nothing_written(tmp_path, argv, words):
     rc, out, err = _cli(str(tmp_path / "in.npy"), str(tmp_path / "img.zarr"), *argv)
     assert rc == 2 and words in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
+
+
+@pytest.mark.parametrize("ngff", ["0.5", "0.4"])
+def test_a_level_of_an_ome_zarr_image_passes_on_its_units_and_voxel_size(tmp_path, ngff):
+    """The source is level 1 of an OME-Zarr image in micrometers whose level 0 has voxels
+    2 x 0.5 x 0.5 at (10, 0, 0): the new image keeps the axes' units; its level i's voxel is
+    the source's times 2^i along the spatial axes, its centre (2^i - 1) / 2 source voxels on;
+    ngff-zarr's strict validation accepts it."""
+    ngff_zarr = pytest.importorskip("ngff_zarr")
+    x = np.random.default_rng(8).standard_normal((2, 9, 20, 16)).astype(np.float32)
+    um = {"z": "micrometer", "y": "micrometer", "x": "micrometer"}
+    dml.write_pyramid(dml.pyramid(x, 2, axes="czyx"), str(tmp_path / "src.zarr"), axes="czyx",
+                      units=um, scale=[1, 2, 0.5, 0.5], translation=[0, 10, 0, 0], ngff=ngff)
+    rc, _, err = _cli(str(tmp_path / "src.zarr" / "1"), str(tmp_path / "img.zarr"),
+                      "--levels", "3", "--ngff", ngff)
+    assert rc == 0, err
+    attrs = dict(zarr.open_group(str(tmp_path / "img.zarr"), mode="r").attrs)
+    ngff_zarr.validate(attrs, version=ngff, model="image", strict=True)
+    image = (attrs["ome"] if ngff == "0.5" else attrs)["multiscales"][0]
+    assert image["axes"] == [{"name": "c", "type": "channel"}] + [
+        {"name": a, "type": "space", "unit": "micrometer"} for a in "zyx"]
+    places = [[t[t["type"]] for t in d["coordinateTransformations"]]
+              for d in image["datasets"]]
+    assert places == [[[1.0, 4.0, 1.0, 1.0], [0.0, 11.0, 0.25, 0.25]],
+                      [[1.0, 8.0, 2.0, 2.0], [0.0, 13.0, 0.75, 0.75]],
+                      [[1.0, 16.0, 4.0, 4.0], [0.0, 17.0, 1.75, 1.75]]]
+    # other axes than the source's: the units of the axes named alike, not its voxel size
+    rc, _, err = _cli(str(tmp_path / "src.zarr" / "1"), str(tmp_path / "other.zarr"),
+                      "--levels", "2", "--axes", "tzyx", "--ngff", ngff)
+    assert rc == 0, err
+    attrs = dict(zarr.open_group(str(tmp_path / "other.zarr"), mode="r").attrs)
+    image = (attrs["ome"] if ngff == "0.5" else attrs)["multiscales"][0]
+    assert [a.get("unit") for a in image["axes"]] == [None] + ["micrometer"] * 3
+    assert [len(d["coordinateTransformations"]) for d in image["datasets"]] == [1, 1]
+
+
+def test_an_array_with_dimension_names_gives_the_axes(tmp_path):
+    """A zarr v3 array named (c, y, x): its axes, not the rank's default (z, y, x), so the
+    first axis is not pooled."""
+    x = np.arange(4 * 6 * 6, dtype=np.float32).reshape(4, 6, 6)
+    zarr.create_array(store=str(tmp_path / "in.zarr"), shape=x.shape, chunks=x.shape,
+                      dtype=x.dtype, dimension_names=["c", "y", "x"])[...] = x
+    rc, out, err = _cli(str(tmp_path / "in.zarr"), str(tmp_path / "img.zarr"), "--levels", "2")
+    assert rc == 0, err
+    assert "2 levels, 4x6x6 4x3x3" in out
+    ome = zarr.open_group(str(tmp_path / "img.zarr"), mode="r").attrs["ome"]
+    assert [a["name"] for a in ome["multiscales"][0]["axes"]] == ["c", "y", "x"]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"units": {"q": "meter"}}, "units = {'q': 'meter'} must map axes of 'yx'"),
+    ({"scale": [1, 0]}, "scale = [1, 0] must be 2 positive finite numbers"),
+    ({"translation": [1]}, "translation = [1] must be 2 finite numbers"),
+])
+def test_write_pyramid_checks_units_and_places(tmp_path, kwargs, words):
+    with pytest.raises(dml.InvalidArgumentError, match=re.escape(words)):
+        dml.write_pyramid(dml.pyramid(np.zeros((4, 4), np.float32), 2),
+                          str(tmp_path / "img.zarr"), **kwargs)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_existing_target_is_kept(tmp_path):

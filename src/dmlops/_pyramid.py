@@ -116,15 +116,30 @@ def pyramid(array: Any, levels: int | None = None, *, method: str = "average", f
 
 
 def multiscales(levels: list[Any], axes: str, method: str, factor: int, ngff: str,
-                name: str | None = None) -> dict[str, Any]:
-    """The group attributes of an OME-Zarr image of ``levels`` (datasets "0", "1", ...)."""
+                name: str | None = None, units: dict[str, str] | None = None,
+                scale: Any = None, translation: Any = None) -> dict[str, Any]:
+    """The group attributes of an OME-Zarr image of ``levels`` (datasets "0", "1", ...).
+    Level i's voxel along a spatial axis spans factor^i of level 0's, so its scale is
+    ``scale * factor**i`` and its centre lies ``(factor**i - 1) / 2`` level-0 voxels past
+    level 0's first: ``translation + (factor**i - 1) / 2 * scale`` (written only where level 0
+    has a translation)."""
     lead = sum(a not in SPACE for a in axes)
-    datasets = [{"path": str(i), "coordinateTransformations": [
-        {"type": "scale",
-         "scale": [1.0] * lead + [float(factor ** i)] * (len(axes) - lead)}]}
-        for i in range(len(levels))]
+    s0 = [1.0] * len(axes) if scale is None else [float(v) for v in scale]
+
+    def transforms(i: int) -> list[dict[str, Any]]:
+        grow = [1] * lead + [factor ** i] * (len(axes) - lead)
+        out = [{"type": "scale", "scale": [s * g for s, g in zip(s0, grow)]}]
+        if translation is not None:
+            out.append({"type": "translation",
+                        "translation": [float(t) + (g - 1) / 2 * s
+                                        for t, s, g in zip(translation, s0, grow)]})
+        return out
+
+    datasets = [{"path": str(i), "coordinateTransformations": transforms(i)}
+                for i in range(len(levels))]
     entry: dict[str, Any] = {
-        "axes": [{"name": a, "type": TYPES[a]} for a in axes],
+        "axes": [{"name": a, "type": TYPES[a], **({"unit": units[a]} if units and a in units
+                                                   else {})} for a in axes],
         "datasets": datasets,
         "type": method,
         "metadata": {"method": f"dmlops.{method}_pooling", "factor": factor,
@@ -137,15 +152,63 @@ def multiscales(levels: list[Any], axes: str, method: str, factor: int, ngff: st
     return {"ome": {"version": "0.5", "multiscales": [entry]}}
 
 
+def from_source(found: dict[str, Any], axes: str | None) -> dict[str, Any]:
+    """``write_pyramid``'s axes, units, scale and translation from what a source says of its
+    axes (``_zarrio.source_axes``): its names where they are letters of ``tczyx`` and
+    ``axes`` is not given; the units of the axes named alike; level 0's scale and
+    translation where the axes are the source's own."""
+    named = [a.get("name") for a in found.get("axes", [])]
+    own = "".join(named) if named and all(isinstance(a, str) and len(a) == 1 and a in TYPES
+                                          for a in named) else None
+    chosen = axes if axes is not None else own
+    units = {a["name"]: a["unit"] for a in found.get("axes", [])
+             if isinstance(a.get("unit"), str) and chosen and a["name"] in chosen}
+    same = chosen is not None and chosen == own
+    return {"axes": chosen, "units": units or None,
+            "scale": found.get("scale") if same else None,
+            "translation": found.get("translation") if same else None}
+
+
+def _numbers(values: Any, ndim: int, field: str, positive: bool) -> list[float] | None:
+    if values is None:
+        return None
+    try:
+        out = [float(v) for v in values]
+    except (TypeError, ValueError):
+        out = []
+    if len(out) != ndim or not all(math.isfinite(v) and (v > 0 or not positive) for v in out):
+        rule = "positive finite numbers" if positive else "finite numbers"
+        raise _WRITE.invalid(lambda n: f"{n(field)} = {values!r} must be {ndim} {rule}, one "
+                                       f"per axis")
+    return out
+
+
 def write_pyramid(levels: list[Any], url: str, *, axes: str | None = None,
                   method: str = "average", factor: int = 2, ngff: str = "0.5",
                   storage_options: dict[str, Any] | None = None, scheduler: Any = None,
-                  progress: bool = False, name: str | None = None) -> None:
+                  progress: bool = False, name: str | None = None,
+                  units: dict[str, str] | None = None, scale: Any = None,
+                  translation: Any = None) -> None:
     """Write ``levels`` (``pyramid``'s) as an OME-Zarr image at ``url`` (a path or an fsspec
     URL, which must not exist yet): datasets "0", "1", ... with the ``multiscales`` metadata
     (NGFF ``ngff`` "0.5", zarr v3, or "0.4", zarr v2), all levels computed in one pass, on
     this process's threads or the dask.distributed ``scheduler``; the group's metadata is
-    written last, and a failure leaves nothing behind."""
+    written last, and a failure leaves nothing behind. ``units`` names an axis's unit
+    (``{"x": "micrometer"}``), ``scale`` and ``translation`` place level 0 (one number per
+    axis; the next levels' follow from the factor); ``dmlops pyramid`` takes all three from a
+    source that is a level of an OME-Zarr image.
+
+    >>> import tempfile, numpy as np, zarr, dmlops
+    >>> folder = tempfile.mkdtemp()
+    >>> levels = dmlops.pyramid(np.zeros((8, 8), np.float32), levels=2)
+    >>> dmlops.write_pyramid(levels, f"{folder}/img.zarr", units={"y": "micrometer",
+    ...                      "x": "micrometer"}, scale=[0.5, 0.25])
+    >>> image = zarr.open_group(f"{folder}/img.zarr").attrs["ome"]["multiscales"][0]
+    >>> [d["coordinateTransformations"][0]["scale"] for d in image["datasets"]]
+    [[0.5, 0.25], [1.0, 0.5]]
+    >>> image["axes"][1]
+    {'name': 'x', 'type': 'space', 'unit': 'micrometer'}
+    """
     from pathlib import Path
 
     from . import _zarrio
@@ -155,6 +218,13 @@ def write_pyramid(levels: list[Any], url: str, *, axes: str | None = None,
     if not levels:
         raise _WRITE.invalid(lambda n: f"{n('levels')} is empty")
     names = _axes(axes, levels[0].ndim)
+    if units is not None and (not isinstance(units, dict) or
+                              any(a not in names or not isinstance(u, str) or not u
+                                  for a, u in units.items())):
+        raise _WRITE.invalid(lambda n: f"{n('units')} = {units!r} must map axes of "
+                                       f"{names!r} to unit names")
+    scale = _numbers(scale, len(names), "scale", positive=True)
+    translation = _numbers(translation, len(names), "translation", positive=False)
     split = _zarrio.split(str(url)) if str(url).rstrip("/").lower().endswith(".zarr") else None
     if split is None or split[1]:
         raise _WRITE.invalid(f"{str(url)!r} must name a store ending in .zarr", field="url")
@@ -165,7 +235,7 @@ def write_pyramid(levels: list[Any], url: str, *, axes: str | None = None,
         name = str(url).rstrip("/").rsplit("/", 1)[-1][:-len(".zarr")]
     staged = _zarrio.Staged(storage_options, zarr_format=2 if ngff == "0.4" else 3,
                             root_attributes=multiscales(levels, names, method, factor, ngff,
-                                                        name))
+                                                        name, units, scale, translation))
     if not _zarrio.is_url(store):
         Path(store).parent.mkdir(parents=True, exist_ok=True)
     for i, level in enumerate(levels):

@@ -89,6 +89,39 @@ def open_source(store: Path | str, component: str, options: dict[str, Any] | Non
                          meta=np.empty((0,) * node.ndim, node.dtype))
 
 
+def source_axes(store: Path | str, component: str, options: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
+    """What the source says of its axes: from the OME-Zarr image it is a level of (its
+    group's ``multiscales``: the axes' names, types and units, the level's ``scale`` and
+    ``translation``), else from the array's own dimension names (zarr v3
+    ``dimension_names``, xarray's ``_ARRAY_DIMENSIONS``); ``{}`` where it says nothing."""
+    import zarr
+
+    parent, _, level = component.rpartition("/")
+    try:
+        attrs = dict(zarr.open_group(store=str(store), path=parent or None, mode="r",
+                                     **_options(store, options)).attrs)
+    except Exception:       # (no group above the array: a bare array store)
+        attrs = {}
+    for image in (attrs.get("ome") or attrs).get("multiscales") or []:
+        found = [d for d in image.get("datasets") or [] if d.get("path") == level]
+        if found and image.get("axes"):
+            out: dict[str, Any] = {"axes": [dict(a) if isinstance(a, dict) else {"name": a}
+                                            for a in image["axes"]]}
+            for t in found[0].get("coordinateTransformations") or []:
+                if t.get("type") in ("scale", "translation") and t.get(t["type"]):
+                    out[t["type"]] = [float(v) for v in t[t["type"]]]
+            return out
+    try:
+        node = zarr.open(store=str(store), path=component or None, mode="r",
+                         **_options(store, options))
+        names = getattr(node.metadata, "dimension_names", None) or \
+            node.attrs.get("_ARRAY_DIMENSIONS")
+    except Exception:       # (open_source names what is wrong with the array itself)
+        names = None
+    return {"axes": [{"name": str(n)} for n in names]} if names and all(names) else {}
+
+
 class _Source:
     """A zarr array that each task opens anew by its absolute path: a worker that cannot
     reach the store (another machine, another file system) fails its task instead of reading
@@ -179,6 +212,10 @@ class Staged:
     def add(self, store: Path | str, component: str, array: Any) -> None:
         self.items.append((store, component, array))
 
+    def names(self) -> list[str]:
+        """The targets, as their paths or URLs."""
+        return [_name(store, component) for store, component, _ in self.items]
+
     def write(self, session: Session) -> None:
         if not self.items:
             return
@@ -210,8 +247,8 @@ class Staged:
             # (listings fsspec kept from before the writes would count no chunk)
             fs.invalidate_cache()
             getattr(target.store, "fs", fs).invalidate_cache()
-        for (store, component, _), target in zip(self.items, targets):
-            _check_complete(target, _name(store, component))
+        for name, target in zip(self.names(), targets):
+            _check_complete(target, name)
 
     def _on_object_store(self, store: str, component: str, spec: dict[str, Any]) -> Any:
         """An array at ``component`` of the store at URL ``store`` whose metadata is not

@@ -90,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
                     "source's values, each next level the previous one pooled by dmlops "
                     "with window = stride = the factor along the spatial axes, the last "
                     "partial block pooled over its real elements only; bit for bit the "
-                    "chained in-memory calls.")
+                    "chained in-memory calls. A source that is a level of an OME-Zarr "
+                    "image passes on its axes' units and its voxel size.")
     pyr.add_argument("source", metavar="SOURCE", help="a zarr array (volume.zarr, "
                      "group.zarr/raw, s3://bucket/volume.zarr) or a .npy file")
     pyr.add_argument("target", metavar="TARGET", help="the new store (pyramid.zarr, "
@@ -104,7 +105,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="window and stride along each spatial axis; default 2")
     pyr.add_argument("--axes", metavar="AXES", default=None,
                      help="the axes' letters, tczyx style (the spatial ones last); default "
-                          "from the rank")
+                          "the source's (a level of an OME-Zarr image, or an array with "
+                          "dimension names), else from the rank")
     pyr.add_argument("--chunks", metavar="C", default=None, type=_chunks_text,
                      help="every level's chunk shape, N or N,N,...; default the source's")
     pyr.add_argument("--ngff", choices=("0.4", "0.5"), default="0.5",
@@ -147,10 +149,11 @@ def _chunks_text(text: str) -> Any:
 
 def _pyramid(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from . import _zarrio
-    from ._pyramid import pyramid, write_pyramid
+    from ._pyramid import from_source, pyramid, write_pyramid
     from .dxdispatch import write_text
     from .errors import DmlError
     options = dict(args.storage_options)
+    found: dict[str, Any] = {"axes": args.axes}
     try:
         source = args.source
         if source.lower().endswith(".npy") and "://" not in source:
@@ -165,13 +168,15 @@ def _pyramid(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 raise _zarrio.ZarrError(f"{source!r} names neither a zarr array (a path "
                                         f"ending in .zarr, or inside one) nor a .npy file")
             store, component = split
-            array = _zarrio.open_source(store if _zarrio.is_url(store) else store.absolute(),
-                                        component, options)
+            where = store if _zarrio.is_url(store) else store.absolute()
+            array = _zarrio.open_source(where, component, options)
+            # (a level of an OME-Zarr image: its axes, units and voxel size carry over)
+            found = from_source(_zarrio.source_axes(where, component, options), args.axes)
         levels = pyramid(array, args.levels, method=args.method, factor=args.factor,
-                         axes=args.axes, chunks=args.chunks)
-        write_pyramid(levels, args.target, axes=args.axes, method=args.method,
-                      factor=args.factor, ngff=args.ngff, storage_options=options,
-                      scheduler=args.scheduler, progress=not args.quiet and _is_terminal(err))
+                         axes=found["axes"], chunks=args.chunks)
+        write_pyramid(levels, args.target, method=args.method, factor=args.factor,
+                      ngff=args.ngff, storage_options=options, scheduler=args.scheduler,
+                      progress=not args.quiet and _is_terminal(err), **found)
     except (DmlError, _zarrio.ZarrError, OSError, ValueError) as e:
         write_text(err, f"dmlops pyramid: error: {e}\n")
         return 2

@@ -116,7 +116,9 @@ class _Writes:
     def write_stores(self, session: Any) -> _Failure:
         from .._zarrio import ZarrError
         try:
-            with computing("the zarr targets", ""):
+            # (a failure names every target written with it: a lost worker or task stops
+            # them all)
+            with computing(", ".join(self.stores.names()), ""):
                 self.stores.write(session)
         except (ModelError, ZarrError) as e:
             return (self.first_zarr, e.message if isinstance(e, ModelError) else str(e))
