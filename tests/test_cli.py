@@ -400,8 +400,8 @@ def test_json_location_is_the_place_the_error_carries(message, given, text, caps
                                                       monkeypatch):
     from dmlops import descs
 
-    def refuse(planner, operands, desc, level):
-        raise descs._names(desc).invalid(message, **given)
+    def refuse(planner, operands, params):
+        raise descs._names(params["desc"]).invalid(message, **given)
 
     monkeypatch.setattr(descs, "planned", refuse)
     monkeypatch.chdir(tmp_path)

@@ -261,9 +261,9 @@ def test_a_repeated_call_is_planned_once(monkeypatch):
     seen = []
     plan = F._plan_max_pooling
 
-    def counting(*args):
-        seen.append(args)
-        return plan(*args)
+    def counting(*args, **params):
+        seen.append((args, params))
+        return plan(*args, **params)
     monkeypatch.setattr(F, "_plan_max_pooling", counting)
     x = values((1, 1, 8, 8), F32)
     y = np.empty((1, 1, 4, 4), F32)
@@ -274,7 +274,44 @@ def test_a_repeated_call_is_planned_once(monkeypatch):
     dml.max_pooling(x, 2, strides=np.int32(2), out=y)       # another type of int: again
     assert len(seen) == 3
     # the planner sees the arrays' facts, never the arrays
-    assert all(isinstance(a, _plancache.ArrayFacts) for a in seen[0][:2])
+    assert all(isinstance(a, _plancache.ArrayFacts) for a in seen[0][0])
+
+
+def test_every_caller_gives_a_planners_parameters_in_its_order(monkeypatch):
+    """The plan cache keys a call's parameters by value alone, so each caller must give
+    all of a planner's keyword-only parameters in the planner's order (a permuted order
+    could meet another call's key)."""
+    import inspect
+
+    from dmlops import descs
+    from dmlops import functional as F
+    given = []
+
+    def recording(planner, operands, params):
+        given.append((planner, list(params)))
+        return _plancache.planned(planner, operands, params)
+    monkeypatch.setattr(F, "planned", recording)
+    monkeypatch.setattr(descs, "planned", recording)
+    x = values((1, 1, 6, 6), F32)
+    y, i = dml.max_pooling(x, 2, strides=2, output_indices=True)
+    dml.average_pooling(x, 2)
+    dml.lp_pooling(x, 2)
+    dml.max_pooling_grad(x, y, 2, strides=2)
+    dml.average_pooling_grad(y, 2, strides=2, input_sizes=x.shape)
+    dml.max_unpooling(y, i, x.shape)
+    dml.roi_pooling(x, np.array([[0, 0, 0, 3, 3]], F32), spatial_scale=1.0, pooled_size=(2, 2))
+    q = np.zeros((1, 1, 6, 6), np.uint8)
+    dml.quantized_linear_average_pooling(q, 0.5, 0, 0.5, 0, 2)
+    dml.padding(x, 1, 1, mode="edge")
+    dml.padding_grad(x, (1, 1, 4, 4), (0, 0, 1, 1), (0, 0, 1, 1))
+    dml.compile_operator(dml.MaxPoolingDesc(
+        input_tensor=dml.TensorDesc("FLOAT32", x.shape),
+        output_tensor=dml.TensorDesc("FLOAT32", (1, 1, 5, 5)), window_size=(2, 2)))
+    assert len({planner for planner, _ in given}) == 11
+    for planner, names in given:
+        own = [p.name for p in inspect.signature(planner).parameters.values()
+               if p.kind is p.KEYWORD_ONLY]
+        assert names == own, planner.__name__
 
 
 def test_a_changed_list_or_array_parameter_is_not_reused():

@@ -4,18 +4,40 @@ arrays. The functions (``functional``), ``CompiledOperator.execute`` with Dask i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from numpy.typing import NDArray
 
     from .errors import Names
 
-__all__ = ["Call"]
+__all__ = ["Call", "Plan"]
+
+
+class Plan(Protocol):
+    """What every plan (pooling's ``PoolPlan``, ``UnpoolPlan``, ``RoiPlan``; padding's
+    ``PadPlan``, ``PadGradPlan``) does: adding an operator means a plan with these, its
+    kernel and its tests, and no caller changes. ``operands``: the inputs besides ``x`` by
+    their role ("dy", "indices", "rois"; quantized pooling's "scale_in", "zp_in",
+    "scale_out", "zp_out")."""
+
+    # the backend's function that prepares a runner of the plan (``prepare_pooling``), or
+    # None where the plan runs itself
+    prepared_by: str | None
+
+    def run(self, kernels: ModuleType, x: Any, outputs: Sequence[NDArray[Any]],
+            operands: Mapping[str, Any] | None = None, names: Names | None = None) -> None:
+        """In memory: native-order arrays, ``outputs`` the views the kernel fills."""
+
+    def lazy(self, x: Any, operands: Mapping[str, Any], call: Any, kernels: ModuleType,
+             chunks: Any, names: Names) -> list[Any]:
+        """On Dask arrays: the lazy outputs."""
 
 
 @dataclass(frozen=True)
@@ -23,7 +45,7 @@ class Call:
     """A validated and planned call: everything running it needs besides the arrays."""
 
     names: Names
-    plan: Any               # a PoolPlan, UnpoolPlan, RoiPlan or PadPlan
+    plan: Any               # a Plan
     inputs: tuple[str, ...]     # the array operands' labels, for overlap messages
     # (label, shape, NumPy dtype) of each output
     outputs: Sequence[tuple[str, tuple[int, ...], np.dtype[Any]]]

@@ -416,7 +416,7 @@ def pooling(x: Any, call: Call, kernels: ModuleType, chunks: Chunks | None, name
             if pair:
                 ys.append(np.empty(shape, idx_dtype))
             with on_this_thread():      # (the scheduler's threads are the parallelism)
-                _pool.run_pooling(lplan, kernels, xb, ys, extra)
+                lplan.run(kernels, xb, ys, extra)
             if pair:
                 ys[1] = _global_indices(ys[1], xb.shape, origin, full, plan.empty_index)
             return tuple(ys)
@@ -490,10 +490,9 @@ def pooling_grad(x: Any, dy: Any, call: Call, kernels: ModuleType, chunks: Chunk
             dx = np.empty(sizes, dtype)
             with on_this_thread():
                 if x_parts is None:
-                    _pool.run_pooling(lplan, kernels, dyb, [dx])
+                    lplan.run(kernels, dyb, [dx])
                 else:
-                    _pool.run_pooling(lplan, kernels, _assemble(x_parts), [dx],
-                                      {"dy": dyb})
+                    lplan.run(kernels, _assemble(x_parts), [dx], {"dy": dyb})
             y = np.zeros(shape, dtype)
             y[(slice(None),) * 2 + tuple(c[0] for c in cut)] = \
                 dx[(slice(None),) * 2 + tuple(c[1] for c in cut)]
@@ -533,7 +532,7 @@ def _fills(plan: Any, kernels: ModuleType, dtype: Any, out_dtype: Any, idx_dtype
     if idx_dtype is not None:
         ys.append(np.empty(x.shape, idx_dtype))
     with on_this_thread():
-        _pool.run_pooling(dataclasses.replace(plan, geometry=lg), kernels, x, ys, extra)
+        dataclasses.replace(plan, geometry=lg).run(kernels, x, ys, extra)
     return ys
 
 

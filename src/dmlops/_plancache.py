@@ -208,22 +208,26 @@ class _Plans:
 _plans = _Plans(CACHE_SIZE)
 
 
-def planned(planner: Callable[..., _T], operands: tuple[Any, ...], *params: Any) -> _T:
-    """``planner(*operands, *params)``, kept for the next call with the same key.
+def planned(planner: Callable[..., _T], operands: tuple[Any, ...], params: dict[str, Any]
+            ) -> _T:
+    """``planner(*operands, **params)``, kept for the next call with the same key.
 
     ``operands`` are the call's arrays (inputs and ``out=``, already ``np.asarray``-ed where
     the caller converts): each array, also inside a tuple or list, reaches the planner as its
-    :class:`ArrayFacts`; anything else as given. ``params`` reach it as given and are keyed
-    by value. The planner must keep no reference to a parameter (a copy where it needs the
+    :class:`ArrayFacts`; anything else as given. ``params`` are the planner's keyword-only
+    parameters, every one of them in the planner's order (they have no defaults, and each
+    caller writes them in that order: ``tests/test_plan_cache.py`` checks it), so they are
+    keyed by value alone (their names in the key cost a small call a third of a µs). They
+    reach the planner as given; it must keep no reference to one (a copy where it needs the
     values) and may raise: nothing is kept then.
     """
     try:
-        key = (planner, _operands_key(operands), _values_key(params))
+        key = (planner, _operands_key(operands), _values_key(tuple(params.values())))
     except _Uncacheable:
-        return planner(*map(_operand_facts, operands), *params)
+        return planner(*map(_operand_facts, operands), **params)
     plan: _T | None = _plans.lookup(key)
     if plan is None:
-        plan = planner(*map(_operand_facts, operands), *params)
+        plan = planner(*map(_operand_facts, operands), **params)
         _plans.put(key, plan)
     return plan
 

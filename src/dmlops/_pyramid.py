@@ -115,7 +115,7 @@ def pyramid(array: Any, levels: int | None = None, *, method: str = "average", f
     return out
 
 
-def multiscales(levels: list[Any], axes: str, method: str, factor: int, ngff: str,
+def multiscales(levels: list[Any], axes: str, method: str, factor: int, ngff: str, *,
                 name: str | None = None, units: dict[str, str] | None = None,
                 scale: Any = None, translation: Any = None) -> dict[str, Any]:
     """The group attributes of an OME-Zarr image of ``levels`` (datasets "0", "1", ...).
@@ -234,8 +234,9 @@ def write_pyramid(levels: list[Any], url: str, *, axes: str | None = None,
     if name is None:        # (the store's name: "scan" for s3://bucket/scan.zarr)
         name = str(url).rstrip("/").rsplit("/", 1)[-1][:-len(".zarr")]
     staged = _zarrio.Staged(storage_options, zarr_format=2 if ngff == "0.4" else 3,
-                            root_attributes=multiscales(levels, names, method, factor, ngff,
-                                                        name, units, scale, translation))
+                            root_attributes=multiscales(
+                                levels, names, method, factor, ngff, name=name, units=units,
+                                scale=scale, translation=translation))
     if not _zarrio.is_url(store):
         Path(store).parent.mkdir(parents=True, exist_ok=True)
     for i, level in enumerate(levels):

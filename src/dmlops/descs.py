@@ -34,7 +34,7 @@ from .dtypes import padding_mode
 from ._call import Call
 from .errors import DmlError, Names
 from .padding import (PadPlan, check_pad_values, convert_value, exact_value, float32_field,
-                      mode_value, pad_lengths, plan_padding, run_padding)
+                      mode_value, pad_lengths, plan_padding)
 from .support import OPERATORS
 from .tensor import (TensorDesc, bind, check_no_overlap, check_tensor_desc, check_tensor_values,
                      native, new_array, strides_alias, with_native_outputs)
@@ -58,6 +58,10 @@ IN, OUT = "input", "output"
 # the bind points that stay NumPy beside a Dask input (SPEC 6)
 _STAY_NUMPY = frozenset({"roi_tensor", "input_scale_tensor", "input_zero_point_tensor",
                          "output_scale_tensor", "output_zero_point_tensor"})
+# a description's inputs besides the first, by their role in a plan's run (pooling.Operands),
+# and the roles' names in messages
+_ROLES = {"indices_tensor": "indices", "roi_tensor": "rois", "input_gradient_tensor": "dy"}
+_ROLE_NAMES = {"indices": ("indices_tensor", 0), "rois": ("roi_tensor", 0)}
 
 
 def _spelling(value: Any) -> Any:
@@ -575,7 +579,7 @@ def _compile_pad(desc: Any, level: FeatureLevel | None, names: Names) -> PadPlan
     return PadPlan(op, x.data_type, x.sizes, start, end, mode, value)
 
 
-def _plan(desc: Any, level: FeatureLevel | None) -> Any:
+def _plan(*, desc: Any, level: FeatureLevel | None) -> Any:
     names = _names(desc)
     if desc._op.startswith("PADDING"):
         return _compile_pad(desc, level, names)
@@ -597,7 +601,7 @@ def compile_operator(desc: _Desc, feature_level: FeatureLevelLike = None, *,
                       f"{type(desc).__name__}")
     names = _names(desc)
     level = reraise(names, _feature_level, feature_level, field="feature_level")
-    plan = planned(_plan, (), desc, level)
+    plan = planned(_plan, (), {"desc": desc, "level": level})
     name, kernels = reraise(names, resolve_backend, backend, field="backend")
     return CompiledOperator(desc, level, plan, name, kernels)
 
@@ -650,8 +654,7 @@ class CompiledOperator:
         inputs = [f for f, (k, _) in known.items() if k == IN and f in views]
         outputs = [f for f, (k, _) in known.items() if k == OUT and f in views]
         check_no_overlap(names, [(f, views[f]) for f in inputs], [(f, views[f]) for f in outputs])
-        extra = self._quantization(views, names) if self.plan.__class__ is _pool.PoolPlan and \
-            self.plan.kind == "quantized" else None
+        extra = self._quantization(views, names)
         result = {}
         out_views = []
         for field, (kind, _) in known.items():
@@ -708,46 +711,24 @@ class CompiledOperator:
         outs = [(f, getattr(desc, f).sizes, getattr(desc, f).dtype) for f, (k, _) in known.items()
                 if k == OUT and getattr(desc, f) is not None]
         x = lazy.get("input_tensor")
-        extra = None
-        if isinstance(plan, _pool.PoolPlan) and plan.kind == "quantized":
-            extra = self._quantization({f: v for f, v in views.items() if f in _STAY_NUMPY},
-                                       names)
+        extra = self._quantization({f: v for f, v in views.items() if f in _STAY_NUMPY}, names)
         call = Call(names, plan, tuple(lazy), outs, extra)
-        kernels = self._kernels
-        if isinstance(plan, PadPlan):
-            ys = [_dask.padding(x, plan, None, names)]
-        elif isinstance(plan, _pool.UnpoolPlan):
-            ys = [_dask.unpooling(x, lazy["indices_tensor"], call, kernels, None,
-                                  names.with_fields(indices=("indices_tensor", 0)))]
-        elif isinstance(plan, _pool.RoiPlan):
-            rois = native(views["roi_tensor"])
-            regions = _pool.roi_regions(plan, rois, names.with_fields(rois=("roi_tensor", 0)))
-            ys = [_dask.roi_pooling(x, regions, call, kernels, None, names)]
-        elif plan.kind in ("max_grad", "average_grad"):
-            dy = lazy["input_gradient_tensor"]
-            ys = [_dask.pooling_grad(x if plan.kind == "max_grad" else None, dy, call, kernels,
-                                     None, names)]
-        else:
-            ys = _dask.pooling(x, call, kernels, None, names)
-            ys = list(ys) if isinstance(ys, tuple) else [ys]
+        operands = {role: native(views[f]) if f in _STAY_NUMPY else lazy[f]
+                    for f, role in _ROLES.items() if f in lazy}
+        ys = plan.lazy(x, {**operands, **(extra or {})}, call, self._kernels, None,
+                       names.with_fields(**_ROLE_NAMES))
         return {f: y for (f, _, _), y in zip(outs, ys)}
 
     def _run(self, x: Any, outs: Any, views: Any, extra: Any, names: Names) -> None:
-        plan, kernels = self.plan, self._kernels
-        if isinstance(plan, PadPlan):
-            run_padding(plan, kernels, x, outs[0])
-        elif isinstance(plan, _pool.UnpoolPlan):
-            _pool.run_unpooling(plan, kernels, x, native(views["indices_tensor"]), outs,
-                                names.with_fields(indices=("indices_tensor", 0)))
-        elif isinstance(plan, _pool.RoiPlan):
-            _pool.run_roi_pooling(plan, kernels, x, native(views["roi_tensor"]), outs,
-                                  names.with_fields(rois=("roi_tensor", 0)))
-        else:
-            if plan.kind == "max_grad":
-                extra = {"dy": native(views["input_gradient_tensor"])}
-            _pool.run_pooling(plan, kernels, x, outs, extra)
+        operands = {role: native(views[f]) for f, role in _ROLES.items() if f in views}
+        self.plan.run(self._kernels, x, outs, {**operands, **(extra or {})},
+                      names.with_fields(**_ROLE_NAMES))
 
-    def _quantization(self, views: Any, names: Names) -> dict[str, NDArray[Any]]:
+    def _quantization(self, views: Any, names: Names) -> dict[str, NDArray[Any]] | None:
+        """Quantized pooling's scales and zero points, shaped for the kernel; None for the
+        other operators."""
+        if getattr(self.plan, "kind", None) != "quantized":
+            return None
         desc: Any = self.desc
         rank = desc.input_tensor.rank
         out = {}

@@ -276,19 +276,13 @@ def _execute(call: Call, backend: str | None, x: NDArray[Any], ys: list[NDArray[
 
 
 def _prepare(call: Call, kernels: ModuleType, x: NDArray[Any]) -> Callable[..., None]:
+    """The backend's runner of the plan (``prepare_pooling``, ``prepare_padding``), else
+    the plan run by itself."""
     plan = call.plan
-    own = getattr(plan, "run", None)
-    if own is not None:
-        return lambda x, outputs, extra: own(kernels, x, outputs)
-    if isinstance(plan, _pad.PadPlan):
-        prepare = getattr(kernels, "prepare_padding", None)
-        if prepare is not None:
-            return cast("Callable[..., None]", prepare(plan, x))
-        return lambda x, outputs, extra: _pad.run_padding(plan, kernels, x, outputs[0])
-    prepare = getattr(kernels, "prepare_pooling", None)
+    prepare = getattr(kernels, plan.prepared_by, None) if plan.prepared_by else None
     run = None if prepare is None else prepare(plan, x)
     if run is None:
-        return lambda x, outputs, extra: _pool.run_pooling(plan, kernels, x, outputs, extra)
+        return lambda x, outputs, extra: plan.run(kernels, x, outputs, extra, call.names)
     return cast("Callable[..., None]", run)
 
 
@@ -374,11 +368,11 @@ def _spatial_sizes_ok(sizes: Sequence[int], names: Names, field: str = "input") 
                                           f"be 0)")
 
 
-def _geometry(row: Row, names: Names, x: ArrayFacts, window_size: Any, strides: Any,
-              start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any
-              ) -> Window:
-    params = _pool.window_params(names, x.ndim, window_size, strides, start_padding,
-                                 end_padding, dilations, allow_scalar=True)
+def _geometry(row: Row, names: Names, x: ArrayFacts, window: tuple[Any, Any, Any, Any, Any],
+              output_sizes: Any) -> Window:
+    """``window``: the function's window_size, strides, start_padding, end_padding and
+    dilations, as given."""
+    params = _pool.window_params(names, x.ndim, *window, allow_scalar=True)
     full = _full_output_sizes(output_sizes, x.shape, names)
     _spatial_sizes_ok(x.shape, names)
     return _pool.geometry(row, names, x.shape, params, full)
@@ -392,7 +386,7 @@ def _include_padding(value: object, names: Names) -> bool:
 
 # --- the functions ----------------------------------------------------------------------
 
-def _plan_average_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
+def _plan_average_pooling(x: ArrayFacts, out: Any, *, window_size: Any, strides: Any,
                           start_padding: Any, end_padding: Any, dilations: Any,
                           include_padding: Any, output_sizes: Any) -> Call:
     names = _names("average_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
@@ -401,8 +395,8 @@ def _plan_average_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: An
                                    [("input", "data", dt, x.ndim)])
     if out is not None:
         _out_type(out, dt, names, "output")
-    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  output_sizes)
+    g = _geometry(row, names, x,
+                  (window_size, strides, start_padding, end_padding, dilations), output_sizes)
     include = _include_padding(include_padding, names)
     _pool.check_divisors(names, g, include)
     plan = _pool.PoolPlan("average", "AVERAGE_POOLING1", g, dt, dt, None, include)
@@ -455,19 +449,20 @@ def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts
     ``chunks`` (Dask inputs only) chunks the output, by default cut where the input is,
     divided by the stride.
     """
+    params = {"window_size": window_size, "strides": strides, "start_padding": start_padding,
+              "end_padding": end_padding, "dilations": dilations,
+              "include_padding": include_padding, "output_sizes": output_sizes}
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_pooling("average_pooling", x, out, backend, chunks, _plan_average_pooling,
-                             window_size, strides, start_padding, end_padding, dilations,
-                             include_padding, output_sizes)
+                             params)
     x = _input(x, "average_pooling")
-    call = planned(_plan_average_pooling, (x, out), window_size, strides, start_padding,
-                   end_padding, dilations, include_padding, output_sizes)
+    call = planned(_plan_average_pooling, (x, out), params)
     (y,) = _outputs(call, [out], [x])
     _execute(call, backend, x, [y])
     return y
 
 
-def _plan_max_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
+def _plan_max_pooling(x: ArrayFacts, out: Any, *, window_size: Any, strides: Any,
                       start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any,
                       pair: bool, indices_dtype: Any) -> Call:
     names = _names("max_pooling",
@@ -494,8 +489,8 @@ def _plan_max_pooling(x: ArrayFacts, out: Any, window_size: Any, strides: Any,
             _out_type(outs[1], idx_dt, names.with_fields(indices=("out[1]", 0)), "indices")
     elif out is not None:
         _out_type(out, dt, names, "output")
-    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  output_sizes)
+    g = _geometry(row, names, x,
+                  (window_size, strides, start_padding, end_padding, dilations), output_sizes)
     specs = [("output", g.output_sizes, dt)]
     if pair:
         assert idx_dt is not None   # (set above for a pair)
@@ -623,20 +618,20 @@ def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1
         raise Names("max_pooling").invalid(lambda n: f"{n('output_indices')} = "
                                                      f"{output_indices!r} must be a bool")
     pair = bool(output_indices)
+    params = {"window_size": window_size, "strides": strides, "start_padding": start_padding,
+              "end_padding": end_padding, "dilations": dilations, "output_sizes": output_sizes,
+              "pair": pair, "indices_dtype": indices_dtype}
     if _dask.is_dask(x) or chunks is not None:
-        return _lazy_pooling("max_pooling", x, out, backend, chunks, _plan_max_pooling,
-                             window_size, strides, start_padding, end_padding, dilations,
-                             output_sizes, pair, indices_dtype)
+        return _lazy_pooling("max_pooling", x, out, backend, chunks, _plan_max_pooling, params)
     x = _input(x, "max_pooling")
-    call = planned(_plan_max_pooling, (x, out), window_size, strides, start_padding,
-                   end_padding, dilations, output_sizes, pair, indices_dtype)
+    call = planned(_plan_max_pooling, (x, out), params)
     outs = ([None, None] if out is None else list(out)) if pair else [out]
     ys = _outputs(call, outs, [x])
     _execute(call, backend, x, ys)
     return (ys[0], ys[1]) if pair else ys[0]
 
 
-def _plan_max_pooling_grad(x: ArrayFacts, dy: ArrayFacts, out: Any, window_size: Any,
+def _plan_max_pooling_grad(x: ArrayFacts, dy: ArrayFacts, out: Any, *, window_size: Any,
                            strides: Any, start_padding: Any, end_padding: Any, dilations: Any
                            ) -> Call:
     names = _names("max_pooling_grad", output_sizes=("dy.shape", 0), dy=("dy", 0))
@@ -647,8 +642,8 @@ def _plan_max_pooling_grad(x: ArrayFacts, dy: ArrayFacts, out: Any, window_size:
     _pool.same_type(names, "input", dt, "dy", gdt)
     if out is not None:
         _out_type(out, dt, names, "output")
-    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  dy.shape)
+    g = _geometry(row, names, x,
+                  (window_size, strides, start_padding, end_padding, dilations), dy.shape)
     plan = _pool.PoolPlan("max_grad", "MAX_POOLING_GRAD", g, dt, dt)
     return _call(names, plan, ["input", "dy"], [out], [("output", x.shape, dt)])
 
@@ -703,20 +698,20 @@ def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
     Dask arrays (``x``, ``dy`` or both) give a lazy Dask array, the same bits whatever the
     chunking (SPEC 6); ``chunks`` chunks it, by default as ``x``.
     """
+    params = {"window_size": window_size, "strides": strides, "start_padding": start_padding,
+              "end_padding": end_padding, "dilations": dilations}
     if _dask.is_dask(x) or _dask.is_dask(dy) or chunks is not None:
         return _lazy_grad("max_pooling_grad", [("x", x), ("dy", dy)], out, backend, chunks,
-                          _plan_max_pooling_grad, window_size, strides, start_padding,
-                          end_padding, dilations)
+                          _plan_max_pooling_grad, params)
     x = _input(x, "max_pooling_grad")
     dy = _input(dy, "max_pooling_grad", "dy")
-    call = planned(_plan_max_pooling_grad, (x, dy, out), window_size, strides, start_padding,
-                   end_padding, dilations)
+    call = planned(_plan_max_pooling_grad, (x, dy, out), params)
     (dx,) = _outputs(call, [out], [x, dy])
     _execute(call, backend, x, [dx], {"dy": native(dy)})
     return dx
 
 
-def _plan_average_pooling_grad(dy: ArrayFacts, out: Any, window_size: Any, input_sizes: Any,
+def _plan_average_pooling_grad(dy: ArrayFacts, out: Any, *, window_size: Any, input_sizes: Any,
                                strides: Any, start_padding: Any, end_padding: Any,
                                dilations: Any, include_padding: Any) -> Call:
     names = _names("average_pooling_grad", output_sizes=("dy.shape", 0),
@@ -791,19 +786,20 @@ def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes:
     A Dask ``dy`` gives a lazy Dask array, the same bits whatever the chunking (SPEC 6);
     ``chunks`` chunks it, by default cut where ``dy`` is, times the stride.
     """
+    params = {"window_size": window_size, "input_sizes": input_sizes, "strides": strides,
+              "start_padding": start_padding, "end_padding": end_padding, "dilations": dilations,
+              "include_padding": include_padding}
     if _dask.is_dask(dy) or chunks is not None:
         return _lazy_grad("average_pooling_grad", [("dy", dy)], out, backend, chunks,
-                          _plan_average_pooling_grad, window_size, input_sizes, strides,
-                          start_padding, end_padding, dilations, include_padding)
+                          _plan_average_pooling_grad, params)
     dy = _input(dy, "average_pooling_grad", "dy")
-    call = planned(_plan_average_pooling_grad, (dy, out), window_size, input_sizes, strides,
-                   start_padding, end_padding, dilations, include_padding)
+    call = planned(_plan_average_pooling_grad, (dy, out), params)
     (dx,) = _outputs(call, [out], [dy])
     _execute(call, backend, dy, [dx])
     return dx
 
 
-def _plan_lp_pooling(x: ArrayFacts, out: Any, window_size: Any, p: Any, strides: Any,
+def _plan_lp_pooling(x: ArrayFacts, out: Any, *, window_size: Any, p: Any, strides: Any,
                      start_padding: Any, end_padding: Any, dilations: Any, output_sizes: Any
                      ) -> Call:
     names = _names("lp_pooling", output_sizes=_output_sizes_label(output_sizes, x.ndim))
@@ -811,8 +807,8 @@ def _plan_lp_pooling(x: ArrayFacts, out: Any, window_size: Any, p: Any, strides:
     row = _pool.check_tensor_types("LP_POOLING1", None, names, [("input", "data", dt, x.ndim)])
     if out is not None:
         _out_type(out, dt, names, "output")
-    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  output_sizes)
+    g = _geometry(row, names, x,
+                  (window_size, strides, start_padding, end_padding, dilations), output_sizes)
     p = _pool.check_p(p, names)
     plan = _pool.PoolPlan("lp", "LP_POOLING1", g, dt, dt, p=p)
     return _call(names, plan, ["input"], [out], [("output", g.output_sizes, dt)])
@@ -859,19 +855,19 @@ def lp_pooling(x: ArrayInput, window_size: IntOrInts, *, p: int = 2, strides: In
 
     A Dask array gives a lazy Dask array, as ``average_pooling`` describes.
     """
+    params = {"window_size": window_size, "p": p, "strides": strides,
+              "start_padding": start_padding, "end_padding": end_padding, "dilations": dilations,
+              "output_sizes": output_sizes}
     if _dask.is_dask(x) or chunks is not None:
-        return _lazy_pooling("lp_pooling", x, out, backend, chunks, _plan_lp_pooling,
-                             window_size, p, strides, start_padding, end_padding, dilations,
-                             output_sizes)
+        return _lazy_pooling("lp_pooling", x, out, backend, chunks, _plan_lp_pooling, params)
     x = _input(x, "lp_pooling")
-    call = planned(_plan_lp_pooling, (x, out), window_size, p, strides, start_padding,
-                   end_padding, dilations, output_sizes)
+    call = planned(_plan_lp_pooling, (x, out), params)
     (y,) = _outputs(call, [out], [x])
     _execute(call, backend, x, [y])
     return y
 
 
-def _plan_max_unpooling(x: ArrayFacts, indices: ArrayFacts, out: Any, output_sizes: Any
+def _plan_max_unpooling(x: ArrayFacts, indices: ArrayFacts, out: Any, *, output_sizes: Any
                         ) -> Call:
     names = _names("max_unpooling", indices=("indices", 0),
                    output_sizes=("output_sizes", 0))
@@ -941,20 +937,21 @@ def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *
             if not _dask.is_dask(indices):      # (in memory: checked now, as in memory)
                 _pool.check_unpool_indices(
                     call.plan, _input(indices, "max_unpooling", "indices"), call.names)
-            return _dask.unpooling(lazy_x, lazy_indices, call, kernels, chunks, call.names)
+            return call.plan.lazy(lazy_x, {"indices": lazy_indices}, call, kernels, chunks,
+                                  call.names)[0]
         return _lazy("max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
-                     _plan_max_unpooling, (output_sizes,), build)
+                     _plan_max_unpooling, {"output_sizes": output_sizes}, build)
     x = _input(x, "max_unpooling")
     indices = _input(indices, "max_unpooling", "indices")
-    call = planned(_plan_max_unpooling, (x, indices, out), output_sizes)
+    call = planned(_plan_max_unpooling, (x, indices, out), {"output_sizes": output_sizes})
     (y,) = _outputs(call, [out], [x, indices])
     kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_unpooling(call.plan, kernels, native(x), native(indices), o,
-                                            call.names), call.names)
+    _run([y], lambda o: call.plan.run(kernels, native(x), o, {"indices": native(indices)},
+                                      call.names), call.names)
     return y
 
 
-def _plan_roi_pooling(x: ArrayFacts, rois: ArrayFacts, out: Any, spatial_scale: Any,
+def _plan_roi_pooling(x: ArrayFacts, rois: ArrayFacts, out: Any, *, spatial_scale: Any,
                       pooled_size: Any) -> Call:
     names = _names("roi_pooling", rois=("rois", 0))
     dt = dtype_of(x.dtype, names, "input")
@@ -1016,20 +1013,20 @@ def roi_pooling(x: ArrayInput, rois: ArrayLike, *, spatial_scale: Float, pooled_
     boxes stay NumPy, checked at the call. ``chunks`` chunks the output, by default all
     boxes in one chunk and C as the input's.
     """
+    params = {"spatial_scale": spatial_scale, "pooled_size": pooled_size}
     if _dask.is_dask(x) or chunks is not None:
         boxes = _input(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
         return _lazy("roi_pooling", [("x", x), ("rois", boxes)], out, backend, chunks,
-                     _plan_roi_pooling, (spatial_scale, pooled_size),
-                     lambda call, kernels, x, _: _dask.roi_pooling(
-                         x, _pool.roi_regions(call.plan, boxes, call.names), call, kernels,
-                         chunks, call.names))
+                     _plan_roi_pooling, params,
+                     lambda call, kernels, x, _: call.plan.lazy(
+                         x, {"rois": boxes}, call, kernels, chunks, call.names)[0])
     x = _input(x, "roi_pooling")
     rois = _input(rois, "roi_pooling", "rois")
-    call = planned(_plan_roi_pooling, (x, rois, out), spatial_scale, pooled_size)
+    call = planned(_plan_roi_pooling, (x, rois, out), params)
     (y,) = _outputs(call, [out], [x, rois])
     kernels = _kernels(call, backend)
-    _run([y], lambda o: _pool.run_roi_pooling(call.plan, kernels, native(x), native(rois), o,
-                                              call.names), call.names)
+    _run([y], lambda o: call.plan.run(kernels, native(x), o, {"rois": native(rois)},
+                                      call.names), call.names)
     return y
 
 
@@ -1069,7 +1066,7 @@ def _scale(s: object, names: Names, field: str) -> NDArray[np.float32]:
         return arr.astype(np.float32)
 
 
-def _plan_quantized(x: ArrayFacts, out: Any, input_scale: Any, input_zero_point: Any,
+def _plan_quantized(x: ArrayFacts, out: Any, *, input_scale: Any, input_zero_point: Any,
                     output_scale: Any, output_zero_point: Any, window_size: Any, strides: Any,
                     start_padding: Any, end_padding: Any, dilations: Any, include_padding: Any,
                     output_dtype: Any) -> Call:
@@ -1102,8 +1099,8 @@ def _plan_quantized(x: ArrayFacts, out: Any, input_scale: Any, input_zero_point:
     _zero_point(output_zero_point, out_dt, names, "output_zero_point")
     s_in = _scale(input_scale, names, "input_scale")
     s_out = _scale(output_scale, names, "output_scale")
-    g = _geometry(row, names, x, window_size, strides, start_padding, end_padding, dilations,
-                  None)
+    g = _geometry(row, names, x,
+                  (window_size, strides, start_padding, end_padding, dilations), None)
     given = {"input_scale": s_in, "input_zero_point": input_zero_point,
              "output_scale": s_out, "output_zero_point": output_zero_point}
     for field, arr in given.items():
@@ -1187,22 +1184,23 @@ def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
     scales and zero points stay NumPy. ``chunks`` chunks the output, by default cut where the
     input is, divided by the stride.
     """
+    params = {"input_scale": input_scale, "input_zero_point": input_zero_point,
+              "output_scale": output_scale, "output_zero_point": output_zero_point,
+              "window_size": window_size, "strides": strides, "start_padding": start_padding,
+              "end_padding": end_padding, "dilations": dilations,
+              "include_padding": include_padding, "output_dtype": output_dtype}
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_pooling("quantized_linear_average_pooling", x, out, backend, chunks,
-                             _plan_quantized, input_scale, input_zero_point, output_scale,
-                             output_zero_point, window_size, strides, start_padding,
-                             end_padding, dilations, include_padding, output_dtype)
+                             _plan_quantized, params)
     x = _input(x, "quantized_linear_average_pooling")
-    call = planned(_plan_quantized, (x, out), input_scale, input_zero_point, output_scale,
-                   output_zero_point, window_size, strides, start_padding, end_padding,
-                   dilations, include_padding, output_dtype)
+    call = planned(_plan_quantized, (x, out), params)
     (y,) = _outputs(call, [out], [x])
     _execute(call, backend, x, [y], call.extra)
     return y
 
 
 def _lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., Call], *args: Any
+               chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]
                ) -> tuple[Call, ModuleType, list[NDArray[Any]], list[Any]]:
     """A call with a Dask operand validated and planned now, as in memory (a Dask operand
     by a stand-in of its shape and type, a NumPy one as it is): ``(call, kernels, stand-ins,
@@ -1227,19 +1225,19 @@ def _lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend:
         else:
             stands.append(_input(a, op, field))
             lazy.append(da.from_array(stands[-1], chunks=-1))
-    call = planned(plan, (*stands, None), *args)
+    call = planned(plan, (*stands, None), params)
     return call, _kernels(call, backend), stands, lazy
 
 
 def _lazy(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-          chunks: Chunks | None, plan: Callable[..., Call], args: tuple[Any, ...],
+          chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any],
           build: Callable[..., Any]) -> Any:
     """A function of Dask arrays: validated and planned now (``_lazy_call``), then
     ``build(call, kernels, *operands as Dask arrays)`` makes the lazy result. An empty output
     (N or C 0) is made at once, as in memory, where no kernel runs."""
     import dask.array as da
 
-    call, kernels, _, lazy = _lazy_call(op, arrays, out, backend, chunks, plan, *args)
+    call, kernels, _, lazy = _lazy_call(op, arrays, out, backend, chunks, plan, params)
     if any(0 in shape for _, shape, _ in call.outputs):
         ys = [da.from_array(np.zeros(shape, dtype)) for _, shape, dtype in call.outputs]
         return tuple(ys) if len(ys) > 1 else ys[0]
@@ -1247,38 +1245,40 @@ def _lazy(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str 
 
 
 def _lazy_pooling(op: str, x: Any, out: object, backend: str | None, chunks: Chunks | None,
-                  plan: Callable[..., Call], *args: Any) -> Any:
+                  plan: Callable[..., Call], params: dict[str, Any]) -> Any:
     """A pooling function of a Dask array (``_dask.pooling``)."""
-    return _lazy(op, [("x", x)], out, backend, chunks, plan, args,
-                 lambda call, kernels, x: _dask.pooling(x, call, kernels, chunks, call.names))
+    def build(call: Call, kernels: ModuleType, x: Any) -> Any:
+        ys = call.plan.lazy(x, {}, call, kernels, chunks, call.names)
+        return tuple(ys) if len(ys) > 1 else ys[0]
+    return _lazy(op, [("x", x)], out, backend, chunks, plan, params, build)
 
 
 def _lazy_grad(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., Call], *args: Any) -> Any:
+               chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]) -> Any:
     """A gradient of Dask arrays (``_dask.pooling_grad``): ``x`` and ``dy``, or ``dy``."""
     def build(call: Call, kernels: ModuleType, *lazy: Any) -> Any:
         x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
-        return _dask.pooling_grad(x, dy, call, kernels, chunks, call.names)
-    return _lazy(op, arrays, out, backend, chunks, plan, args, build)
+        return call.plan.lazy(x, {"dy": dy}, call, kernels, chunks, call.names)[0]
+    return _lazy(op, arrays, out, backend, chunks, plan, params, build)
 
 
-def _lazy_padding(x: Any, start_padding: Any, end_padding: Any, mode: Any, value: Any,
-                  out: object, backend: str | None, chunks: Chunks | None) -> Any:
+def _lazy_padding(x: Any, params: dict[str, Any], out: object, backend: str | None,
+                  chunks: Chunks | None) -> Any:
     """``padding`` of a Dask array: validated now, computed when asked (``_dask.padding``)."""
     call, _, (stand,), (x,) = _lazy_call("padding", [("x", x)], out, backend, chunks,
-                                         _plan_padding, start_padding, end_padding, mode,
-                                         value)
+                                         _plan_padding, params)
     if stand.size == 0:
         # only CONSTANT pads an empty dimension: the in-memory answer, made lazy
         import dask.array as da
-        y = padding(np.zeros(stand.shape, stand.dtype), start_padding, end_padding,
-                    mode=mode, value=value, backend=backend)
+        y = padding(np.zeros(stand.shape, stand.dtype), params["start_padding"],
+                    params["end_padding"], mode=params["mode"], value=params["value"],
+                    backend=backend)
         return da.from_array(y, chunks=_dask.output_chunks(chunks, y.shape, y.dtype,
                                                            call.names, "auto"))
-    return _dask.padding(x, call.plan, chunks, call.names)
+    return call.plan.lazy(x, {}, call, None, chunks, call.names)[0]
 
 
-def _plan_padding(x: ArrayFacts, out: Any, start_padding: Any, end_padding: Any, mode: Any,
+def _plan_padding(x: ArrayFacts, out: Any, *, start_padding: Any, end_padding: Any, mode: Any,
                   value: Any) -> Call:
     names = _names("padding")
     dt = dtype_of(x.dtype, names, "input")
@@ -1341,10 +1341,12 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
     >>> y.chunks, y.compute().tolist()
     (((2, 1, 2, 2, 2, 1),), [3, 4, 5, 0, 1, 2, 3, 4, 5, 0])
     """
+    params = {"start_padding": start_padding, "end_padding": end_padding, "mode": mode,
+              "value": value}
     if _dask.is_dask(x) or chunks is not None:
-        return _lazy_padding(x, start_padding, end_padding, mode, value, out, backend, chunks)
+        return _lazy_padding(x, params, out, backend, chunks)
     x = _input(x, "padding")
-    call = planned(_plan_padding, (x, out), start_padding, end_padding, mode, value)
+    call = planned(_plan_padding, (x, out), params)
     (y,) = _outputs(call, [out], [x])
     plan = call.plan
     if x.size == 0:
@@ -1360,7 +1362,7 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
     return y
 
 
-def _plan_padding_grad(dy: ArrayFacts, out: Any, input_sizes: Any, start_padding: Any,
+def _plan_padding_grad(dy: ArrayFacts, out: Any, *, input_sizes: Any, start_padding: Any,
                        end_padding: Any, mode: Any) -> Call:
     names = _names("padding_grad", input=("dy", 0))
     dt = dtype_of(dy.dtype, names, "dy")
@@ -1414,21 +1416,19 @@ def padding_grad(dy: ArrayInput, input_sizes: IntOrInts, start_padding: IntOrInt
     A Dask ``dy`` gives a lazy Dask array, the same bits whatever the chunking; ``chunks``
     chunks the result (by default, ``dy``'s chunks over the input's place in it).
     """
+    params = {"input_sizes": input_sizes, "start_padding": start_padding,
+              "end_padding": end_padding, "mode": mode}
     if _dask.is_dask(dy) or chunks is not None:
-        return _lazy_padding_grad(dy, input_sizes, start_padding, end_padding, mode, out,
-                                  backend, chunks)
+        return _lazy_padding_grad(dy, params, out, backend, chunks)
     dy = _input(dy, "padding_grad", "dy")
-    call = planned(_plan_padding_grad, (dy, out), input_sizes, start_padding, end_padding,
-                   mode)
+    call = planned(_plan_padding_grad, (dy, out), params)
     (dx,) = _outputs(call, [out], [dy])
     _execute(call, backend, dy, [dx])
     return dx
 
 
-def _lazy_padding_grad(dy: Any, input_sizes: Any, start_padding: Any, end_padding: Any,
-                       mode: Any, out: object, backend: str | None, chunks: Chunks | None
-                       ) -> Any:
+def _lazy_padding_grad(dy: Any, params: dict[str, Any], out: object, backend: str | None,
+                       chunks: Chunks | None) -> Any:
     call, _, _, (dy,) = _lazy_call("padding_grad", [("dy", dy)], out, backend, chunks,
-                                   _plan_padding_grad, input_sizes, start_padding,
-                                   end_padding, mode)
-    return _dask.padding_grad(dy, call.plan, chunks, call.names)
+                                   _plan_padding_grad, params)
+    return call.plan.lazy(dy, {}, call, None, chunks, call.names)[0]

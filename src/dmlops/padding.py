@@ -4,9 +4,9 @@ and the description layer."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -34,10 +34,22 @@ class PadPlan:
     end: tuple[int, ...]
     mode: PaddingMode
     value: object             # already of ``dtype`` (a NumPy scalar)
+    prepared_by: ClassVar[str | None] = "prepare_padding"    # (as pooling.PoolPlan's)
 
     @property
     def out_sizes(self) -> tuple[int, ...]:
         return tuple(n + a + b for n, a, b in zip(self.in_sizes, self.start, self.end))
+
+    def run(self, kernels: ModuleType, x: Any, outputs: Sequence[NDArray[Any]],
+            operands: Mapping[str, Any] | None = None, names: Names | None = None) -> None:
+        """(as ``pooling.PoolPlan.run``)"""
+        y = outputs[0]
+        kernels.padding(x, y, self.start, int(self.mode), np.asarray(self.value, dtype=y.dtype))
+
+    def lazy(self, x: Any, operands: Mapping[str, Any], call: Any, kernels: ModuleType,
+             chunks: Any, names: Names) -> list[Any]:
+        from . import _dask
+        return [_dask.padding(x, self, chunks, names)]
 
 
 def check_mode(op: str, level: FeatureLevel | None, row: Row, mode: object, names: Names
@@ -204,10 +216,6 @@ def exact_value(value: Any, dt: DataType, names: Names, field: str) -> Any:
     return converted
 
 
-def run_padding(plan: Any, kernels: ModuleType, x: Any, y: NDArray[Any]) -> None:
-    kernels.padding(x, y, plan.start, int(plan.mode), np.asarray(plan.value, dtype=y.dtype))
-
-
 # --- PADDING_GRAD (SPEC 3.10) ------------------------------------------------------------
 
 GRAD_TYPES = (DataType.FLOAT16, DataType.FLOAT32, DataType.FLOAT64)
@@ -222,14 +230,21 @@ class PadGradPlan:
     start: tuple[int, ...]
     end: tuple[int, ...]
     mode: PaddingMode
+    prepared_by: ClassVar[str | None] = None
 
     @property
     def out_sizes(self) -> tuple[int, ...]:
         return tuple(n + a + b for n, a, b in zip(self.in_sizes, self.start, self.end))
 
-    def run(self, kernels: ModuleType, dy: Any, outputs: Sequence[NDArray[Any]]) -> None:
+    def run(self, kernels: ModuleType, dy: Any, outputs: Sequence[NDArray[Any]],
+            operands: Mapping[str, Any] | None = None, names: Names | None = None) -> None:
         if outputs[0].size:
             kernels.padding_grad(dy, outputs[0], self.start, int(self.mode))
+
+    def lazy(self, dy: Any, operands: Mapping[str, Any], call: Any, kernels: ModuleType,
+             chunks: Any, names: Names) -> list[Any]:
+        from . import _dask
+        return [_dask.padding_grad(dy, self, chunks, names)]
 
 
 def plan_padding_grad(names: Names, dt: DataType, dy_shape: Sequence[int], input_sizes: Any,

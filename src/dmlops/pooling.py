@@ -7,9 +7,9 @@ values. A plan is a frozen, hashable record of everything a kernel needs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 WindowParams = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
                      tuple[int, ...]]
 
+# a plan's inputs besides x, by their role (``PoolPlan.run``)
+Operands = Mapping[str, Any]
+
 INDEX_LIMIT_32 = 2**32 - 1
 EMPTY_INDEX: dict[DataType | None, int] = {DataType.UINT32: 2**32 - 1, DataType.UINT64: 2**64 - 1,
                                            DataType.INT64: -1}
@@ -46,10 +49,52 @@ class PoolPlan:
     indices_dtype: DataType | None = None
     include_padding: bool = False
     p: int | None = None       # Lp pooling's exponent
+    # the backend's function that prepares a runner of this plan, where it has one
+    prepared_by: ClassVar[str | None] = "prepare_pooling"
 
     @property
     def empty_index(self) -> int | None:
         return EMPTY_INDEX.get(self.indices_dtype)
+
+    # Each plan runs itself, in memory (``run``: native-order arrays, ``outputs`` the views
+    # the kernel fills) and lazily on Dask arrays (``lazy``: the lazy outputs): the functions,
+    # ``CompiledOperator.execute`` and Dask call these, never a switch on the plan's type.
+    # ``operands``: the inputs besides ``x`` by their role ("dy", "indices", "rois", and
+    # quantized pooling's "scale_in", "zp_in", "scale_out", "zp_out").
+
+    def run(self, kernels: ModuleType, x: NDArray[Any], outputs: Sequence[NDArray[Any]],
+            operands: Operands | None = None, names: Names | None = None) -> None:
+        """Values first, then indices for max pooling; AVERAGE_POOLING_GRAD's ``x`` is
+        ``dy``."""
+        g = self.geometry
+        if self.kind == "average":
+            kernels.average_pooling(x, outputs[0], g, self.include_padding)
+        elif self.kind == "max":
+            kernels.max_pooling(x, outputs[0], outputs[1] if len(outputs) > 1 else None, g,
+                                self.empty_index)
+        elif self.kind == "lp":
+            kernels.lp_pooling(x, outputs[0], g, self.p)
+        elif self.kind == "average_grad":
+            kernels.average_pooling_grad(x, outputs[0], g, self.include_padding)
+        elif self.kind == "max_grad":
+            assert operands is not None    # (the gradient dy)
+            kernels.max_pooling_grad(x, operands["dy"], outputs[0], g)
+        elif self.kind == "quantized":
+            assert operands is not None    # (the scales and zero points)
+            kernels.quantized_average_pooling(x, operands["scale_in"], operands["zp_in"],
+                                              operands["scale_out"], operands["zp_out"],
+                                              outputs[0], g, self.include_padding)
+        else:  # pragma: no cover
+            raise AssertionError(self.kind)
+
+    def lazy(self, x: Any, operands: Operands, call: Any, kernels: ModuleType, chunks: Any,
+             names: Names) -> list[Any]:
+        from . import _dask
+        if self.kind in ("max_grad", "average_grad"):
+            return [_dask.pooling_grad(x if self.kind == "max_grad" else None, operands["dy"],
+                                       call, kernels, chunks, names)]
+        ys = _dask.pooling(x, call, kernels, chunks, names)
+        return list(ys) if isinstance(ys, tuple) else [ys]
 
 
 def check_tensor_types(op: str, level: FeatureLevel | None, names: Names,
@@ -117,8 +162,8 @@ def geometry(row: Row, names: Names, in_sizes: Sequence[int], params: WindowPara
                 raise names.invalid(lambda n: f"{n('output_sizes', dim)} = {output_sizes[dim]} "
                                               f"must equal the input's {what} ({in_sizes[dim]})")
         for i in range(len(w)):
-            check_output_size(2 + i, output_sizes[2 + i], in_sizes[2 + i], w[i], s[i], a[i],
-                              b[i], d[i], names)
+            check_output_size(2 + i, output_sizes[2 + i],
+                              (in_sizes[2 + i], w[i], s[i], a[i], b[i], d[i]), names)
     return Window(tuple(in_sizes), w, s, a, b, d, tuple(output_sizes))
 
 
@@ -210,11 +255,24 @@ class UnpoolPlan:
     indices_dtype: DataType
     input_sizes: tuple[int, ...]
     output_sizes: tuple[int, ...]
+    prepared_by: ClassVar[str | None] = None
 
     @property
     def empty_index(self) -> int | None:
         """The "no element" index that is skipped; INT32 has none (SPEC 7)."""
         return EMPTY_INDEX.get(self.indices_dtype)
+
+    def run(self, kernels: ModuleType, x: NDArray[Any], outputs: Sequence[NDArray[Any]],
+            operands: Operands | None = None, names: Names | None = None) -> None:
+        """(as ``PoolPlan.run``; the indices checked before anything is written)"""
+        assert operands is not None and names is not None
+        check_unpool_indices(self, operands["indices"], names)
+        kernels.max_unpooling(x, operands["indices"], outputs[0], self.empty_index)
+
+    def lazy(self, x: Any, operands: Operands, call: Any, kernels: ModuleType, chunks: Any,
+             names: Names) -> list[Any]:
+        from . import _dask
+        return [_dask.unpooling(x, operands["indices"], call, kernels, chunks, names)]
 
 
 def unpool_sizes(in_sizes: Sequence[int], idx_sizes: Sequence[int], out_sizes: Sequence[int],
@@ -271,6 +329,20 @@ class RoiPlan:
     num_rois: int
     spatial_scale: float       # already rounded to float32
     pooled_size: tuple[int, ...]     # (height, width)
+    prepared_by: ClassVar[str | None] = None
+
+    def run(self, kernels: ModuleType, x: NDArray[Any], outputs: Sequence[NDArray[Any]],
+            operands: Operands | None = None, names: Names | None = None) -> None:
+        """(as ``PoolPlan.run``)"""
+        assert operands is not None and names is not None
+        kernels.roi_pooling(x, roi_regions(self, operands["rois"], names), outputs[0])
+
+    def lazy(self, x: Any, operands: Operands, call: Any, kernels: ModuleType, chunks: Any,
+             names: Names) -> list[Any]:
+        """(the boxes stay NumPy: ``operands["rois"]`` is in memory)"""
+        from . import _dask
+        regions = roi_regions(self, operands["rois"], names)
+        return [_dask.roi_pooling(x, regions, call, kernels, chunks, names)]
 
 
 def check_spatial_scale(value: object, names: Names) -> float:
@@ -328,43 +400,3 @@ def roi_regions(plan: RoiPlan, rois: NDArray[Any], names: Names) -> NDArray[np.i
                           f"{float(r[i, 1 + j])!r}, which scaled by {plan.spatial_scale} is "
                           f"{corners[i, j]}; a scaled corner must be finite and within ±2^31")
     return np.concatenate([batch[:, None], corners], axis=1).astype(np.int64)
-
-
-# --- execution ---------------------------------------------------------------------------
-
-def run_pooling(plan: PoolPlan, kernels: ModuleType, x: NDArray[Any],
-                outputs: Sequence[NDArray[Any]], extra: dict[str, NDArray[Any]] | None = None
-                ) -> None:
-    """Run ``plan`` on native-order input arrays; ``outputs`` are views the kernel fills
-    (values first, then indices for max pooling)."""
-    g = plan.geometry
-    if plan.kind == "average":
-        kernels.average_pooling(x, outputs[0], g, plan.include_padding)
-    elif plan.kind == "max":
-        kernels.max_pooling(x, outputs[0], outputs[1] if len(outputs) > 1 else None, g,
-                            plan.empty_index)
-    elif plan.kind == "lp":
-        kernels.lp_pooling(x, outputs[0], g, plan.p)
-    elif plan.kind == "average_grad":
-        kernels.average_pooling_grad(x, outputs[0], g, plan.include_padding)
-    elif plan.kind == "max_grad":
-        assert extra is not None    # (the gradient dy)
-        kernels.max_pooling_grad(x, extra["dy"], outputs[0], g)
-    elif plan.kind == "quantized":
-        assert extra is not None    # (the scales and zero points)
-        kernels.quantized_average_pooling(x, extra["scale_in"], extra["zp_in"],
-                                          extra["scale_out"], extra["zp_out"], outputs[0], g,
-                                          plan.include_padding)
-    else:  # pragma: no cover
-        raise AssertionError(plan.kind)
-
-
-def run_unpooling(plan: UnpoolPlan, kernels: ModuleType, x: NDArray[Any],
-                  indices: NDArray[Any], outputs: Sequence[NDArray[Any]], names: Names) -> None:
-    check_unpool_indices(plan, indices, names)
-    kernels.max_unpooling(x, indices, outputs[0], plan.empty_index)
-
-
-def run_roi_pooling(plan: RoiPlan, kernels: ModuleType, x: NDArray[Any], rois: NDArray[Any],
-                    outputs: Sequence[NDArray[Any]], names: Names) -> None:
-    kernels.roi_pooling(x, roi_regions(plan, rois, names), outputs[0])

@@ -36,6 +36,7 @@ by the first call of a function with a tensor that requires a gradient.
 
 from __future__ import annotations
 
+import inspect
 import struct
 from collections.abc import Sequence
 from typing import Any, cast
@@ -99,13 +100,16 @@ def _sizes(x: torch.Tensor, window: list[int], strides: list[int], start: list[i
 
 class _Planned:
     """One function's NumPy call, ``run(arrays, params, outputs)``: the arrays checked
-    (``_input``) and the call planned (``planned(planner, (*arrays, None), *params)``) on the
+    (``_input``) and the call planned (``planned(planner, (*arrays, None), params)``, the
+    parameters named as the planner's keyword-only ones, in their order) on the
     first call of a key, the outputs made and the kernel run on every call, as the function
     does with ``out=None`` and the default backend. The key is exact: the arrays' layouts and
     dtypes, the parameters by value (lists as tuples, floats by their bits)."""
 
     def __init__(self, op: str, planner: str, fields: tuple[str, ...]) -> None:
         self.op, self.planner, self.fields = op, getattr(F, planner), fields
+        self.names = [p.name for p in inspect.signature(self.planner).parameters.values()
+                      if p.kind is inspect.Parameter.KEYWORD_ONLY]
         self.plans: dict[Any, Any] = {}
 
     def __call__(self, arrays: tuple[Any, ...], params: tuple[Any, ...], outputs: int = 1,
@@ -116,7 +120,7 @@ class _Planned:
         call = self.plans.get(key)
         if call is None:
             arrays = tuple(F._input(a, self.op, f) for a, f in zip(arrays, self.fields))
-            call = planned(self.planner, (*arrays, None), *params)
+            call = planned(self.planner, (*arrays, None), dict(zip(self.names, params)))
             if len(self.plans) >= _PLANS:
                 self.plans.clear()
             self.plans[key] = call

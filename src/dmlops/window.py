@@ -101,14 +101,15 @@ def check_fits(spatial_sizes: Sequence[int], window: Sequence[int], strides: Seq
                           f"{start[i]}+{end[i]}); use a smaller window or more padding")
 
 
-def check_output_size(d: int, got: int, size: int, window: int, stride: int, start: int,
-                      end: int, dilation: int, names: Names) -> None:
-    """An output dimension must be ``F`` or ``F + 1`` (SPEC 2); ``d`` is the full index."""
-    f = floor_size(size, window, stride, start, end, dilation)
+def check_output_size(d: int, got: int, dim: tuple[int, int, int, int, int, int],
+                      names: Names) -> None:
+    """An output dimension must be ``F`` or ``F + 1`` (SPEC 2); ``d`` is the full index,
+    ``dim`` the dimension's (size, window, stride, start, end, dilation)."""
+    f = floor_size(*dim)
     if got not in (f, f + 1):
         raise names.invalid(
             lambda n: f"{n('output_sizes', d)} = {got} does not fit: with "
-                      f"{_describe(size, window, stride, start, end, dilation)} the output size is "
+                      f"{_describe(*dim)} the output size is "
                       f"{f} (floor) or {f + 1} (one more, as ceil mode gives)")
 
 

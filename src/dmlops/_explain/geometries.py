@@ -107,7 +107,8 @@ def model_geometries(model: Model, dispatch: str | None = None) -> tuple[list[Ge
     for name in [dispatch] if dispatch is not None else list(model.dispatchables):
         d = model.dispatchables[name]
         plan, path = d.op.plan, json_key("dispatchables", name)
-        if not isinstance(plan, (PadPlan, _pool.PoolPlan)):
+        draw = _GEOMETRIES.get(type(plan))
+        if draw is None:
             why = f"{d.operator_type} has no sliding window or padding to draw"
             if dispatch is not None:
                 raise ModelError(path, why)
@@ -116,11 +117,7 @@ def model_geometries(model: Model, dispatch: str | None = None) -> tuple[list[Ge
         title = f"{name} ({d.operator_type})"
         values = _model_values(model, name, plan)
         try:
-            if isinstance(plan, PadPlan):
-                geometries.append(padding_geometry(plan, title, _fields(d.camel), values))
-            else:
-                geometries.append(pooling_geometry(plan, title, _fields(d.camel), None,
-                                                   values))
+            geometries.append(draw(plan, title, _fields(d.camel), None, values))
         except DmlError as e:
             raise ModelError(path, str(e).removeprefix(f"{title}: ")) from None
     if not geometries:
@@ -185,14 +182,19 @@ def _plan_call(op: str, input_sizes: object, args: tuple[Any, ...], keywords: di
                                           f"both")
     values["out"] = None
     values["pair"] = bool(values.get("output_indices", False))    # (max_pooling's planner)
-    params = list(inspect.signature(planner).parameters)
-    call = planner(*(values[p] for p in params))
+    params = inspect.signature(planner).parameters.values()
+    arrays_out = [p.name for p in params if p.kind is not p.KEYWORD_ONLY]
+    keywords_of = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+
+    def plan() -> Any:
+        return planner(*(values[p] for p in arrays_out), **{p: values[p] for p in keywords_of})
+    call = plan()
     if ceil_mode:
         g = call.plan.geometry
         extra = [ceil_extra(s, *a) for s, *a in zip(g.input_sizes[2:], g.window, g.strides,
                                                     g.start, g.end, g.dilations)]
         values["output_sizes"] = tuple(o + e for o, e in zip(g.output_sizes[2:], extra))
-        call = planner(*(values[p] for p in params))
+        call = plan()
     return call.plan
 
 
@@ -352,9 +354,14 @@ _WIDE: dict[PaddingMode, Callable[[int], str]] = {
 
 
 def padding_geometry(plan: PadPlan, title: str, label: Callable[[str], str],
+                     outputs: Sequence[Sequence[int] | int] | None = None,
                      values: object = None) -> Geometry:
-    """The geometry of a padding plan (:class:`dmlops.padding.PadPlan`)."""
+    """The geometry of a padding plan (:class:`dmlops.padding.PadPlan`); ``outputs`` (as
+    ``pooling_geometry``'s) must be None: padding has no windows to choose."""
     names = Names(title)
+    if outputs is not None:
+        raise names.invalid(lambda n: f"{n('outputs')} chooses pooling windows; padding has "
+                                      f"none")
     rank = len(plan.in_sizes)
     drawn = tuple(range(max(0, rank - 2), rank))
     sizes = tuple(plan.in_sizes[i] for i in drawn)
@@ -393,6 +400,11 @@ def padding_geometry(plan: PadPlan, title: str, label: Callable[[str], str],
                     values=_drawn_values(values, tuple(plan.in_sizes), sizes, names))
 
 
+# what each kind of plan draws as (a plan of another kind has nothing to draw)
+_GEOMETRIES: dict[type, Callable[..., Geometry]] = {
+    _pool.PoolPlan: pooling_geometry, PadPlan: padding_geometry}
+
+
 def geometry(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args: Any,
              outputs: Sequence[Sequence[int] | int] | None = None, values: Any = None,
              ceil_mode: bool = False, **keywords: Any) -> Geometry:
@@ -402,12 +414,7 @@ def geometry(op: str | Callable[..., Any], input_sizes: Sequence[int], /, *args:
     # (the geometry does not depend on the data type; values are only written into cells)
     dtype = np.dtype(_FUNCTIONS[name][3])
     plan = _plan_call(name, input_sizes, args, keywords, dtype, ceil_mode, names)
-    if isinstance(plan, PadPlan):
-        if outputs is not None:
-            raise names.invalid(lambda n: f"{n('outputs')} chooses pooling windows; padding has "
-                                          f"none")
-        return padding_geometry(plan, name, _fields(_FUNCTION_LABELS), values)
-    return pooling_geometry(plan, name, _fields(_FUNCTION_LABELS), outputs, values)
+    return _GEOMETRIES[type(plan)](plan, name, _fields(_FUNCTION_LABELS), outputs, values)
 
 
 def value_text(v: Any) -> str:

@@ -267,7 +267,7 @@ def padding_grad(dy: NDArray[Any], dx: NDArray[Any], start: Sequence[int], mode:
 
 # Runners prepared once per planned call (the functions keep them with the plan): the
 # layout work above, done on every call otherwise, is a small call's largest cost after
-# the kernel itself. Each is called as ``run(x, outputs, extra)``, as ``run_pooling``.
+# the kernel itself. Each is called as ``run(x, outputs, extra)``, as a plan's ``run``.
 def prepare_pooling(plan: Any, x: NDArray[Any]) -> Runner | None:
     """A runner of pooling ``plan`` for inputs of ``x``'s shape, strides and data type, or
     None where this backend has none (the caller then calls the functions above)."""
