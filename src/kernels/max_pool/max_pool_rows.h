@@ -16,11 +16,22 @@
 
 namespace dmlops {
 
+// n outputs of a row tile that share a last-dimension step: output i's window starts at
+// p[i * step], its offset j lies j * dstep further, and that element's flat index is
+// f + i * fstep + j * fd.
+template <class Raw>
+struct WindowRun {
+  const Raw* p;
+  int64_t step, dstep;   // elements of x
+  int64_t f, fstep, fd;  // flat indices
+};
+
 template <class T, bool kIndices>
 struct MaxTile {
   using K = MaxKey<T>;
   using Key = typename K::Key;
   using Raw = typename K::Raw;
+  using Run = WindowRun<Raw>;
   Key key[kRowTile];
   Raw value[kRowTile];
   int64_t arg[kRowTile];
@@ -31,11 +42,15 @@ struct MaxTile {
       for (int64_t i = 0; i < n; ++i) arg[i] = -1;
   }
 
-  // outputs [0, n) of the scratch against x[p + i*step], flat indices f + i*fstep
+  // outputs [at, at + n) of the scratch against one offset of their windows, r.p[i * step]
   template <int64_t kStep>
-  inline void update(int64_t n, const Raw* p, int64_t step, int64_t f, int64_t fstep,
-                     Key* kk, Raw* vv, int64_t* aa) {
-    if (kStep != 0) step = kStep;
+  inline void update(int64_t at, int64_t n, const Run& r) {
+    // (the run's fields as locals: the stores to arg, int64_t too, could alias them otherwise)
+    const Raw* p = r.p;
+    const int64_t step = kStep != 0 ? kStep : r.step, f = r.f, fstep = r.fstep;
+    Key* kk = key + at;
+    Raw* vv = value + at;
+    int64_t* aa = arg + at;
     for (int64_t i = 0; i < n; ++i) {
       Raw v = p[i * step];
       Key kv = K::key_raw(v);
@@ -47,12 +62,16 @@ struct MaxTile {
     }
   }
 
-  // outputs [0, n) against the whole window x[p + i*step + j*dstep], j < kW, compared in
-  // registers first (the lowest j of equal keys wins), then merged
+  // outputs [at, at + n) against their whole window's kW offsets, compared in registers
+  // first (the lowest j of equal keys wins), then merged
   template <int kW, int64_t kStep>
-  inline void window(int64_t n, const Raw* p, int64_t step, int64_t dstep, int64_t f,
-                     int64_t fstep, int64_t fd, Key* kk, Raw* vv, int64_t* aa) {
-    if (kStep != 0) step = kStep;
+  inline void window(int64_t at, int64_t n, const Run& r) {
+    const Raw* p = r.p;
+    const int64_t step = kStep != 0 ? kStep : r.step, dstep = r.dstep;
+    const int64_t f = r.f, fstep = r.fstep, fd = r.fd;
+    Key* kk = key + at;
+    Raw* vv = value + at;
+    int64_t* aa = arg + at;
     for (int64_t i = 0; i < n; ++i) {
       Raw v = p[i * step];
       Key kv = K::key_raw(v);
@@ -73,26 +92,24 @@ struct MaxTile {
     }
   }
 
-  void whole(int64_t at, int64_t n, int64_t width, const Raw* p, int64_t step, int64_t dstep,
-             int64_t f, int64_t fstep, int64_t fd) {
-    Key* kk = key + at;
-    Raw* vv = value + at;
-    int64_t* aa = arg + at;
+  // a window of `width` (2 or 3) offsets, each row a run of r.step 1, 2 or any (out of
+  // line: its six loops inlined into the row task made it 4.5 times larger, for no speed)
+  __attribute__((noinline)) void whole(int64_t at, int64_t n, int64_t width, const Run& r) {
     if (width == 2) {
-      if (step == 1) return window<2, 1>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
-      if (step == 2) return window<2, 2>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
-      return window<2, 0>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+      if (r.step == 1) return window<2, 1>(at, n, r);
+      if (r.step == 2) return window<2, 2>(at, n, r);
+      return window<2, 0>(at, n, r);
     }
-    if (step == 1) return window<3, 1>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
-    if (step == 2) return window<3, 2>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
-    window<3, 0>(n, p, step, dstep, f, fstep, fd, kk, vv, aa);
+    if (r.step == 1) return window<3, 1>(at, n, r);
+    if (r.step == 2) return window<3, 2>(at, n, r);
+    window<3, 0>(at, n, r);
   }
 
-  void offset(int64_t at, int64_t n, const Raw* p, int64_t step, int64_t f, int64_t fstep) {
-    if (step == 1)
-      update<1>(n, p, step, f, fstep, key + at, value + at, arg + at);
+  void offset(int64_t at, int64_t n, const Run& r) {
+    if (r.step == 1)
+      update<1>(at, n, r);
     else
-      update<0>(n, p, step, f, fstep, key + at, value + at, arg + at);
+      update<0>(at, n, r);
   }
 };
 
@@ -126,6 +143,13 @@ void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new MaxTile<T, kIndices>;
     const int64_t xs = c.x.strides[last], ps = c.pitch[last];
+    // the outputs whose windows start at last-dimension coordinate x0 of the window row at
+    // xoff (flat index foff)
+    auto run_at = [&](int64_t xoff, int64_t foff, int64_t x0) {
+      return WindowRun<Raw>{c.x.template at<Raw>(xoff + x0 * xs), last_dim.stride * xs,
+                            last_dim.dilation * xs, foff + x0 * ps, last_dim.stride * ps,
+                            last_dim.dilation * ps};
+    };
     int64_t xoffs[kMostRegisterOffsets], foffs[kMostRegisterOffsets];
     RowGeometry::KeptRows kept;
     RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile, c.y.strides, c.indices.strides);
@@ -175,14 +199,10 @@ void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
           geo.for_each_last_window(
               t0, t1,
               [&](int64_t a, int64_t b, int64_t x0) {
-                s->whole(a - t0, b - a, last_dim.window, c.x.template at<Raw>(xoff + x0 * xs),
-                         last_dim.stride * xs, last_dim.dilation * xs, foff + x0 * ps,
-                         last_dim.stride * ps,
-                         last_dim.dilation * ps);
+                s->whole(a - t0, b - a, last_dim.window, run_at(xoff, foff, x0));
               },
               [&](int64_t a, int64_t b, int64_t x0) {
-                s->offset(a - t0, b - a, c.x.template at<Raw>(xoff + x0 * xs), last_dim.stride * xs,
-                          foff + x0 * ps, last_dim.stride * ps);
+                s->offset(a - t0, b - a, run_at(xoff, foff, x0));
               });
         });
         const Raw empty = bit_cast<Raw>(empty_value<T>());
