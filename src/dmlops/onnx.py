@@ -324,42 +324,67 @@ def _pad(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
     if mode not in _PAD_MODES:
         raise UnsupportedError(f"{label}: attribute mode = {mode!r} is not one of "
                                f"{', '.join(_PAD_MODES)}")
+    if "pads" in attrs or "paddings" in attrs:
+        pads, value, axes = _pad_attributes(label, attrs, data.ndim)
+    else:
+        pads, value, axes = _pad_inputs(label, attrs, inputs, data.ndim)
+    data, start, end = _pads_per_dimension(label, data, pads, axes)
+    is_bool = data.dtype == np.bool_
+    if is_bool:                                          # DirectML has no BOOL: pad bytes
+        data = data.view(np.uint8)
+        value = int(bool(value))
+    with _in_node(label):
+        y = _padded(data, start, end, _PAD_MODES[mode], value, backend)
+    return [y.view(np.bool_) if is_bool else y]
+
+
+def _pad_attributes(label: Any, attrs: Any, rank: int) -> tuple[Any, Any, tuple[int, ...]]:
+    """Pad-1 and Pad-2: the pads (every axis) and the constant as attributes."""
+    key = "pads" if "pads" in attrs else "paddings"
+    pads = _int_list(attrs[key], key, label)
+    value = attrs.get("value", 0.0)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise InvalidArgumentError(f"{label}: attribute value = {value!r} must be a "
+                                   f"number (FLOAT)")
+    return pads, float(value), tuple(range(rank))
+
+
+def _pad_inputs(label: Any, attrs: Any, inputs: Any, rank: int
+                ) -> tuple[Any, Any, tuple[int, ...]]:
+    """Pad-11 and later: the pads, the constant and the axes as inputs."""
+    if "value" in attrs:
+        raise UnsupportedError(f"{label}: attribute value belongs to Pad-1 and Pad-2 "
+                               f"(pads as an attribute); Pad-11 and later take the "
+                               f"constant as their third input, constant_value")
+    pads = _int_input(inputs, 1, label, "pads")
+    value = 0
+    if len(inputs) > 2 and inputs[2] is not None:
+        v = _input(inputs, 2, label, "constant_value")
+        if v.dtype.kind not in "biuf":
+            raise InvalidArgumentError(f"{label}: input constant_value holds {v.dtype} "
+                                       f"values; it must be a number")
+        if v.size != 1:
+            raise InvalidArgumentError(f"{label}: input constant_value has shape "
+                                       f"{v.shape}; it must hold one value")
+        value = v.ravel()[0].item()
+    axes = tuple(range(rank))
+    if len(inputs) > 3 and inputs[3] is not None:
+        axes = _int_input(inputs, 3, label, "axes")
+        for a in axes:
+            if not -rank <= a < rank:
+                raise InvalidArgumentError(f"{label}: axes value {a} is out of range for "
+                                           f"the {rank}-D data")
+        axes = tuple(a % rank for a in axes)
+        if len(set(axes)) != len(axes):
+            raise InvalidArgumentError(f"{label}: axes {list(axes)} repeats an axis")
+    return pads, value, axes
+
+
+def _pads_per_dimension(label: Any, data: Any, pads: Any, axes: tuple[int, ...]
+                        ) -> tuple[Any, list[int], list[int]]:
+    """``data`` cropped by the negative pads, and the start and end pads of every dimension
+    (non-negative, as DirectML's)."""
     rank = data.ndim
-    if "pads" in attrs or "paddings" in attrs:          # Pad-1 and Pad-2: attributes
-        key = "pads" if "pads" in attrs else "paddings"
-        pads = _int_list(attrs[key], key, label)
-        value = attrs.get("value", 0.0)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-            raise InvalidArgumentError(f"{label}: attribute value = {value!r} must be a "
-                                       f"number (FLOAT)")
-        value = float(value)
-        axes = tuple(range(rank))
-    else:                                                # Pad-11 and later: inputs
-        if "value" in attrs:
-            raise UnsupportedError(f"{label}: attribute value belongs to Pad-1 and Pad-2 "
-                                   f"(pads as an attribute); Pad-11 and later take the "
-                                   f"constant as their third input, constant_value")
-        pads = _int_input(inputs, 1, label, "pads")
-        value = 0
-        if len(inputs) > 2 and inputs[2] is not None:
-            v = _input(inputs, 2, label, "constant_value")
-            if v.dtype.kind not in "biuf":
-                raise InvalidArgumentError(f"{label}: input constant_value holds {v.dtype} "
-                                           f"values; it must be a number")
-            if v.size != 1:
-                raise InvalidArgumentError(f"{label}: input constant_value has shape "
-                                           f"{v.shape}; it must hold one value")
-            value = v.ravel()[0].item()
-        axes = tuple(range(rank))
-        if len(inputs) > 3 and inputs[3] is not None:
-            axes = _int_input(inputs, 3, label, "axes")
-            for a in axes:
-                if not -rank <= a < rank:
-                    raise InvalidArgumentError(f"{label}: axes value {a} is out of range for "
-                                               f"the {rank}-D data")
-            axes = tuple(a % rank for a in axes)
-            if len(set(axes)) != len(axes):
-                raise InvalidArgumentError(f"{label}: axes {list(axes)} repeats an axis")
     if len(pads) != 2 * len(axes):
         raise InvalidArgumentError(f"{label}: pads has {len(pads)} values; expected "
                                    f"{2 * len(axes)} (begin values then end values, one per "
@@ -375,30 +400,24 @@ def _pad(label: Any, attrs: Any, inputs: Any, n_out: Any, backend: Any) -> Any:
                                        f"the {n} elements of a dimension of data")
     crop = tuple(slice(max(0, -s), data.shape[d] - max(0, -e))
                  for d, (s, e) in enumerate(zip(start, end)))
-    data = data[crop]
-    start = [max(0, s) for s in start]
-    end = [max(0, e) for e in end]
-    is_bool = data.dtype == np.bool_
-    if is_bool:                                          # DirectML has no BOOL: pad bytes
-        data = data.view(np.uint8)
-        value = int(bool(value))
-    dml_mode = _PAD_MODES[mode]
-    with _in_node(label):
-        if dml_mode == "reflection" and any(
-                n == 1 and (s or e) for n, s, e in zip(data.shape, start, end)):
-            # NumPy/ONNX reflect a single element into copies of it; DirectML's REFLECTION
-            # has nothing to mirror there, so those dimensions are padded with EDGE (each
-            # dimension's index map is independent, so two passes give the same result).
-            one = [n == 1 for n in data.shape]
-            y = _fn.padding(data, [0 if o else s for o, s in zip(one, start)],
-                            [0 if o else e for o, e in zip(one, end)], mode="reflection",
-                            backend=backend)
-            y = _fn.padding(y, [s if o else 0 for o, s in zip(one, start)],
-                            [e if o else 0 for o, e in zip(one, end)], mode="edge",
-                            backend=backend)
-        else:
-            y = _fn.padding(data, start, end, mode=dml_mode, value=value, backend=backend)
-    return [y.view(np.bool_) if is_bool else y]
+    return data[crop], [max(0, s) for s in start], [max(0, e) for e in end]
+
+
+def _padded(data: Any, start: list[int], end: list[int], mode: PaddingModeName, value: Any,
+            backend: Any) -> Any:
+    if mode == "reflection" and any(n == 1 and (s or e)
+                                    for n, s, e in zip(data.shape, start, end)):
+        # NumPy/ONNX reflect a single element into copies of it; DirectML's REFLECTION
+        # has nothing to mirror there, so those dimensions are padded with EDGE (each
+        # dimension's index map is independent, so two passes give the same result).
+        one = [n == 1 for n in data.shape]
+        y = _fn.padding(data, [0 if o else s for o, s in zip(one, start)],
+                        [0 if o else e for o, e in zip(one, end)], mode="reflection",
+                        backend=backend)
+        return _fn.padding(y, [s if o else 0 for o, s in zip(one, start)],
+                           [e if o else 0 for o, e in zip(one, end)], mode="edge",
+                           backend=backend)
+    return _fn.padding(data, start, end, mode=mode, value=value, backend=backend)
 
 
 def _tensor_value(t: Any, where: str) -> np.ndarray:
