@@ -51,6 +51,6 @@ class Call:
     outputs: Sequence[tuple[str, tuple[int, ...], np.dtype[Any]]]
     extra: dict[str, NDArray[Any]] | None = None   # quantization parameters (read-only arrays)
     # backend module -> its runner of this call, prepared at the first run of a call planned
-    # for one layout of the arrays (``functional._execute``)
+    # for one layout of the arrays (``_calling.execute``)
     runners: dict[Any, Any] = field(default_factory=dict, init=False, compare=False,
                                     repr=False)

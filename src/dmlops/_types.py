@@ -82,7 +82,7 @@ Float = Union[float, np.floating[Any], np.integer[Any]]
 
 class TorchTensorLike(Protocol):
     """A PyTorch tensor, structurally (dmlops imports no torch for its types): the functions
-    give tensors for tensors (``functional._results_as_given``)."""
+    give tensors for tensors (``_calling.results_as_given``)."""
 
     @property
     def requires_grad(self) -> bool: ...

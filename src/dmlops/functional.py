@@ -1,5 +1,5 @@
-"""The everyday layer (SPEC 4.1): NumPy in, NumPy out (PyTorch tensors in, tensors out:
-``_results_as_given``; Dask arrays in, lazy Dask arrays out: ``_dask``).
+"""The everyday layer (SPEC 4.1): NumPy in, NumPy out (PyTorch tensors in, tensors out;
+Dask arrays in, lazy Dask arrays out), the public functions and their planners.
 
 Each function validates through the same family modules as :func:`compile_operator` (in
 extended mode, with the caller's argument names in messages), then runs the chosen backend's
@@ -8,34 +8,30 @@ kernel straight into ``out`` or a new C-contiguous array.
 A function has two halves. Its planner (``_plan_*``) checks everything that follows from the
 arguments' values and the arrays' shapes, strides and dtypes, and returns a :class:`dmlops._call.Call`;
 being pure, it is kept by the plan cache (``_plancache``), so a repeated call skips it. The
-function does the rest on every call: it converts the arrays, allocates the outputs not
-given, checks that a given one overlaps no input, chooses the backend and runs the kernel.
-Both halves keep SPEC 7's order of checks, so a call raises the same error whether or not
-a plan was kept.
+rest runs on every call, the same for every function (``_calling``): it converts the arrays,
+allocates the outputs not given, checks that a given one overlaps no input, chooses the
+backend and runs the kernel. Both halves keep SPEC 7's order of checks, so a call raises the
+same error whether or not a plan was kept.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
-import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .backends import resolve as resolve_backend
 from . import _dask
 from . import padding as _pad
 from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int
 from ._call import Call
+from ._calling import (execute, input_array, kernels_of, lazy_call, lazy_grad, lazy_pooling,
+                       lazy_result, make_outputs, not_lazy, results_as_given, run_kernel)
 from ._plancache import ArrayFacts, planned
-from .dtypes import NATIVE_DTYPES, DataType, PaddingMode
-from .errors import DmlError, InvalidArgumentError, Names
-from .tensor import (check_distinct, check_fits_memory, check_no_overlap, native, native_dtype,
-                     new_array, with_native_outputs)
+from .dtypes import DataType, PaddingMode
+from .errors import Names
+from .tensor import check_distinct, native, native_dtype
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -46,8 +42,6 @@ if TYPE_CHECKING:
                          IndexArray, IntOrInts, LazyT, PaddingModeLike, QuantizedArray, ScalarT)
     from .support import Row
     from .window import Window
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["average_pooling", "average_pooling_grad", "max_pooling", "max_pooling_grad",
            "quantized_linear_average_pooling", "lp_pooling", "max_unpooling", "roi_pooling",
@@ -61,241 +55,6 @@ def _names(op: str, **fields: tuple[str, int]) -> Names:
 
 
 # --- every call -------------------------------------------------------------------------
-
-def _not_lazy(x: object, names: Names, field: str) -> None:
-    """CuPy arrays are unsupported until their backend exists (SPEC 5); Dask arrays where an
-    argument must stay NumPy (SPEC 6: ROI boxes, quantization scales and zero points)."""
-    module = type(x).__module__.split(".")[0]
-    if module == "dask":
-        raise names.unsupported(lambda n: f"{n(field)} is a Dask array; ROI boxes and quantization "
-                                          f"scales and zero points stay NumPy (SPEC 6): pass "
-                                          f"{field}.compute()")
-    if module in ("cupy", "cupyx"):
-        raise names.unsupported(lambda n: f"{n(field)} is a {module} array; {module} inputs arrive "
-                                          f"with a later version of dmlops (pass a NumPy array)")
-
-
-def _input(x: object, op: str, field: str = "x") -> NDArray[Any]:
-    """The array argument ``field`` as a NumPy array of a supported data type (an array that
-    speaks DLPack, such as a PyTorch tensor, read in place: ``_from_dlpack``). Checked on
-    every call, argument by argument (a later argument is not converted when an earlier one
-    is wrong), before the call is planned."""
-    if type(x) is not np.ndarray:       # (a NumPy array is neither lazy nor converted)
-        _not_lazy(x, Names(op), field)
-        if hasattr(x, "__dlpack__") and not isinstance(x, (np.ndarray, np.generic)):
-            x = _from_dlpack(x, Names(op), field)
-        try:
-            x = np.asarray(x)
-        except (ValueError, TypeError) as e:    # (ragged nested lists, among others)
-            raise Names(op).invalid(lambda n: f"{n(field)} cannot be read as an array: "
-                                              f"{e}") from None
-    if x.dtype not in NATIVE_DTYPES:    # (the others need normalising, or are errors)
-        dtype_of(x.dtype, Names(op), field)
-    return x
-
-
-def _from_dlpack(x: Any, names: Names, field: str) -> NDArray[Any]:
-    """An array of another library that speaks DLPack (a PyTorch tensor, a JAX array) as a
-    NumPy view of its memory, no copy; on the CPU only, and not a tensor that needs a
-    gradient (dmlops's results would not take part in its graph)."""
-    try:
-        device = x.__dlpack_device__()
-    except (AttributeError, TypeError, ValueError, BufferError):
-        device = None
-    if device is not None and int(device[0]) != 1:      # (kDLCPU)
-        raise names.unsupported(lambda n: f"{n(field)} lives on device {tuple(device)} (DLPack's "
-                                          f"numbering); dmlops reads CPU memory: pass "
-                                          f"{field}.cpu()")
-    if getattr(x, "requires_grad", False):
-        raise names.unsupported(lambda n: f"{n(field)} requires a gradient; dmlops's results would "
-                                          f"not take part in autograd: pass {field}.detach()")
-    try:
-        return np.from_dlpack(x)
-    except (BufferError, TypeError, ValueError, RuntimeError) as e:
-        raise names.unsupported(lambda n: f"{n(field)} ({type(x).__module__}.{type(x).__name__}, "
-                                          f"dtype {getattr(x, 'dtype', '?')}) cannot be read in "
-                                          f"place as a NumPy array: {e}") from None
-
-
-def _is_torch(x: object) -> bool:
-    return type(x).__module__.split(".")[0] == "torch"
-
-
-def _torch() -> Any:
-    """The torch module (imported already where a tensor is an argument)."""
-    return sys.modules.get("torch") or importlib.import_module("torch")
-
-
-def _in_autograd(args: Sequence[Any], kw: dict[str, Any]) -> bool:
-    """Whether a tensor argument requires a gradient (or torch.compile traces the call)."""
-    torch = _torch()
-    if torch.compiler.is_compiling():
-        return True
-    tensor = torch.Tensor
-    for a in (*args, *kw.values()):
-        kind = type(a)
-        if kind is tensor:
-            if a.requires_grad:
-                return True
-        elif kind not in _PLAIN and _is_torch(a) and getattr(a, "requires_grad", False):
-            return True
-    return False
-
-
-_PLAIN = frozenset((int, float, bool, str, type(None), tuple, list))     # (never torch's)
-
-
-def _tensor_view(x: Any) -> NDArray[Any] | None:
-    """A plain CPU tensor that NumPy can view as a NumPy view of its memory, no copy (what
-    ``_from_dlpack`` gives, at a third of its cost: issue 44); None for any other tensor,
-    which ``_from_dlpack`` reads or refuses with its messages."""
-    if type(x) is not _torch().Tensor:
-        return None
-    try:
-        return cast("NDArray[Any]", x.numpy())      # (refuses gradients, devices, bfloat16, ...)
-    except Exception:
-        return None
-
-
-def _as_tensor(r: Any) -> Any:
-    """A new result as a tensor sharing its memory: ``torch.from_numpy`` for a writeable
-    NumPy array (what ``torch.from_dlpack`` gives, at half its cost), else DLPack."""
-    if type(r) is np.ndarray and r.flags.writeable:
-        return _torch().from_numpy(r)
-    return _torch().from_dlpack(r)
-
-
-def _results_as_given(fn: _F) -> _F:
-    """PyTorch tensors in, PyTorch tensors out: where the first array argument is a tensor,
-    new results come back as tensors sharing their memory (``_as_tensor``, no copy);
-    tensors given as ``out`` are written in place and returned as given. Any other input
-    gives NumPy results."""
-    first = next(iter(inspect.signature(fn).parameters))
-
-    @functools.wraps(fn)
-    def call(*args: Any, **kw: Any) -> Any:
-        x = args[0] if args else kw.get(first)
-        out = kw.get("out")
-        if type(x) is np.ndarray and (out is None or type(out) is np.ndarray):
-            return fn(*args, **kw)      # (the usual call: nothing to do)
-        given = out if isinstance(out, (tuple, list)) else (out,)
-        if not _is_torch(x) and not any(_is_torch(o) for o in given):
-            return fn(*args, **kw)
-        if out is None and _in_autograd(args, kw):
-            # a result that takes part in autograd: the torch op, whose backward is
-            # dmlops's own (dmlops.torch, loaded here at the first such call)
-            ops = sys.modules.get("dmlops.torch")
-            if ops is None:
-                ops = importlib.import_module("dmlops.torch")
-            if kw.pop("backend", None) is not None or kw.pop("chunks", None) is not None:
-                raise Names(fn.__name__).unsupported(
-                    lambda n: f"{n('backend')}= and {n('chunks')}= are for NumPy and Dask "
-                              f"inputs; a tensor that requires a gradient runs on the cpu "
-                              f"backend")
-            return getattr(ops, fn.__name__)(*args, **kw)
-        if out is not None:
-            names = Names(fn.__name__)
-            views = [_from_dlpack(o, names, "out") if _is_torch(o) else o for o in given]
-            kw["out"] = type(out)(views) if isinstance(out, (tuple, list)) else views[0]
-        elif kw.get("chunks") is None:      # (the usual tensor call: x read here)
-            view = _tensor_view(x)
-            if view is not None:
-                if args:
-                    args = (view, *args[1:])
-                else:
-                    kw[first] = view
-        result = fn(*args, **kw)
-        several = isinstance(result, tuple)
-        results = result if several else (result,)
-        if _dask.is_dask(results[0]):
-            return result
-        final = []
-        for k, r in enumerate(results):
-            g = given[k] if out is not None and k < len(given) else None
-            if g is not None:
-                final.append(g if _is_torch(g) else r)      # (as given)
-            elif _is_torch(x):
-                final.append(_as_tensor(r))
-            else:
-                final.append(r)
-        return tuple(final) if several else final[0]
-    return cast("_F", call)
-
-
-def _outputs(call: Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
-             ) -> list[NDArray[Any]]:
-    """The outputs: those given, and new C-contiguous arrays for the others. A given one
-    must share no memory with an input or another output: what memory an array uses is the
-    one thing a kept plan cannot know, so this is checked on every call."""
-    if len(outs) == 1:      # (the usual call, checked with less work)
-        (out,), ((label, shape, dtype),) = outs, call.outputs
-        if out is None:
-            return [new_array(shape, dtype, call.names, label)]
-        for a in inputs:
-            if np.may_share_memory(out, a):     # (perhaps: the exact check, the message)
-                check_no_overlap(call.names, zip(call.inputs, inputs), ((label, out),))
-        return [out]
-    ys, given = [], []
-    new = [(label, shape, dtype) for out, (label, shape, dtype) in zip(outs, call.outputs)
-           if out is None]
-    if len(new) > 1:        # (each might fit the memory, and all of them not)
-        check_fits_memory(new, call.names)
-    for out, (label, shape, dtype) in zip(outs, call.outputs):
-        if out is None:
-            ys.append(new_array(shape, dtype, call.names, label))
-        else:
-            ys.append(out)
-            given.append((label, out))
-    if given:
-        check_no_overlap(call.names, zip(call.inputs, inputs), given)
-    return ys
-
-
-def _kernels(call: Call, backend: str | None) -> ModuleType:
-    """The backend's kernels, resolved on every call (``set_backend`` and
-    ``DMLOPS_BACKEND`` may change between calls; ``reraise``, written out: this runs on
-    every call)."""
-    try:
-        return resolve_backend(backend)[1]
-    except DmlError as e:
-        raise type(e)(f"{call.names.op}: {e}") from None
-
-
-def _execute(call: Call, backend: str | None, x: NDArray[Any], ys: list[NDArray[Any]],
-             extra: dict[str, NDArray[Any]] | None = None) -> None:
-    """Run a planned pooling or padding call on ``backend``, through the backend's runner
-    for the layout the call was planned for (``prepare_pooling`` / ``prepare_padding``,
-    where it has them): prepared at the call's first run and kept with the plan, so that a
-    repeated small call spends its time in the kernel."""
-    kernels = _kernels(call, backend)
-    run = call.runners.get(kernels)
-    if run is None:
-        run = call.runners[kernels] = _prepare(call, kernels, x)
-    x = native(x)
-    _run(ys, lambda o: run(x, o, extra), call.names)
-
-
-def _prepare(call: Call, kernels: ModuleType, x: NDArray[Any]) -> Callable[..., None]:
-    """The backend's runner of the plan (``prepare_pooling``, ``prepare_padding``), else
-    the plan run by itself."""
-    plan = call.plan
-    prepare = getattr(kernels, plan.prepared_by, None) if plan.prepared_by else None
-    run = None if prepare is None else prepare(plan, x)
-    if run is None:
-        return lambda x, outputs, extra: plan.run(kernels, x, outputs, extra, call.names)
-    return cast("Callable[..., None]", run)
-
-
-def _run(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object],
-         names: Names) -> None:
-    if 0 in outputs[0].shape:
-        return
-    try:
-        with_native_outputs(outputs, run)
-    except MemoryError as e:        # (a kernel's scratch, proportional to an output's row)
-        raise InvalidArgumentError(f"{names.op}: out of memory running the kernel for outputs of "
-                                   f"shapes {[list(o.shape) for o in outputs]}: "
-                                   f"{e or 'std::bad_alloc'}") from None
 
 
 # --- planning: pure, kept by the plan cache ---------------------------------------------
@@ -428,7 +187,7 @@ def average_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts 
                     backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1,
                     start_padding: IntOrInts = 0, end_padding: IntOrInts = 0,
                     dilations: IntOrInts = 1, include_padding: bool | np.bool_ = False,
@@ -453,12 +212,12 @@ def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts
               "end_padding": end_padding, "dilations": dilations,
               "include_padding": include_padding, "output_sizes": output_sizes}
     if _dask.is_dask(x) or chunks is not None:
-        return _lazy_pooling("average_pooling", x, out, backend, chunks, _plan_average_pooling,
+        return lazy_pooling("average_pooling", x, out, backend, chunks, _plan_average_pooling,
                              params)
-    x = _input(x, "average_pooling")
+    x = input_array(x, "average_pooling")
     call = planned(_plan_average_pooling, (x, out), params)
-    (y,) = _outputs(call, [out], [x])
-    _execute(call, backend, x, [y])
+    (y,) = make_outputs(call, [out], [x])
+    execute(call, backend, x, [y])
     return y
 
 
@@ -589,7 +348,7 @@ def max_pooling(x: ArrayLike, window_size: IntOrInts, *, strides: IntOrInts = ..
                 ) -> NDArray[Any] | tuple[NDArray[Any], IndexArray]: ...
 
 
-@_results_as_given
+@results_as_given
 def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1,
                 start_padding: IntOrInts = 0, end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
                 output_sizes: IntOrInts | None = None,
@@ -622,12 +381,12 @@ def max_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts = 1
               "end_padding": end_padding, "dilations": dilations, "output_sizes": output_sizes,
               "pair": pair, "indices_dtype": indices_dtype}
     if _dask.is_dask(x) or chunks is not None:
-        return _lazy_pooling("max_pooling", x, out, backend, chunks, _plan_max_pooling, params)
-    x = _input(x, "max_pooling")
+        return lazy_pooling("max_pooling", x, out, backend, chunks, _plan_max_pooling, params)
+    x = input_array(x, "max_pooling")
     call = planned(_plan_max_pooling, (x, out), params)
     outs = ([None, None] if out is None else list(out)) if pair else [out]
-    ys = _outputs(call, outs, [x])
-    _execute(call, backend, x, ys)
+    ys = make_outputs(call, outs, [x])
+    execute(call, backend, x, ys)
     return (ys[0], ys[1]) if pair else ys[0]
 
 
@@ -679,7 +438,7 @@ def max_pooling_grad(x: ArrayLike, dy: ArrayLike, window_size: IntOrInts, *,
                      chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
                      strides: IntOrInts = 1, start_padding: IntOrInts = 0,
                      end_padding: IntOrInts = 0, dilations: IntOrInts = 1, out: Any = None,
@@ -701,13 +460,13 @@ def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
     params = {"window_size": window_size, "strides": strides, "start_padding": start_padding,
               "end_padding": end_padding, "dilations": dilations}
     if _dask.is_dask(x) or _dask.is_dask(dy) or chunks is not None:
-        return _lazy_grad("max_pooling_grad", [("x", x), ("dy", dy)], out, backend, chunks,
+        return lazy_grad("max_pooling_grad", [("x", x), ("dy", dy)], out, backend, chunks,
                           _plan_max_pooling_grad, params)
-    x = _input(x, "max_pooling_grad")
-    dy = _input(dy, "max_pooling_grad", "dy")
+    x = input_array(x, "max_pooling_grad")
+    dy = input_array(dy, "max_pooling_grad", "dy")
     call = planned(_plan_max_pooling_grad, (x, dy, out), params)
-    (dx,) = _outputs(call, [out], [x, dy])
-    _execute(call, backend, x, [dx], {"dy": native(dy)})
+    (dx,) = make_outputs(call, [out], [x, dy])
+    execute(call, backend, x, [dx], {"dy": native(dy)})
     return dx
 
 
@@ -766,7 +525,7 @@ def average_pooling_grad(dy: ArrayLike, window_size: IntOrInts, *, input_sizes: 
                          backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes: IntOrInts,
                          strides: IntOrInts = 1, start_padding: IntOrInts = 0,
                          end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
@@ -790,12 +549,12 @@ def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes:
               "start_padding": start_padding, "end_padding": end_padding, "dilations": dilations,
               "include_padding": include_padding}
     if _dask.is_dask(dy) or chunks is not None:
-        return _lazy_grad("average_pooling_grad", [("dy", dy)], out, backend, chunks,
+        return lazy_grad("average_pooling_grad", [("dy", dy)], out, backend, chunks,
                           _plan_average_pooling_grad, params)
-    dy = _input(dy, "average_pooling_grad", "dy")
+    dy = input_array(dy, "average_pooling_grad", "dy")
     call = planned(_plan_average_pooling_grad, (dy, out), params)
-    (dx,) = _outputs(call, [out], [dy])
-    _execute(call, backend, dy, [dx])
+    (dx,) = make_outputs(call, [out], [dy])
+    execute(call, backend, dy, [dx])
     return dx
 
 
@@ -838,7 +597,7 @@ def lp_pooling(x: ArrayLike, window_size: IntOrInts, *, p: int = ..., strides: I
                ) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def lp_pooling(x: ArrayInput, window_size: IntOrInts, *, p: int = 2, strides: IntOrInts = 1,
                start_padding: IntOrInts = 0, end_padding: IntOrInts = 0, dilations: IntOrInts = 1,
                output_sizes: IntOrInts | None = None, out: Any = None, backend: str | None = None,
@@ -859,11 +618,11 @@ def lp_pooling(x: ArrayInput, window_size: IntOrInts, *, p: int = 2, strides: In
               "start_padding": start_padding, "end_padding": end_padding, "dilations": dilations,
               "output_sizes": output_sizes}
     if _dask.is_dask(x) or chunks is not None:
-        return _lazy_pooling("lp_pooling", x, out, backend, chunks, _plan_lp_pooling, params)
-    x = _input(x, "lp_pooling")
+        return lazy_pooling("lp_pooling", x, out, backend, chunks, _plan_lp_pooling, params)
+    x = input_array(x, "lp_pooling")
     call = planned(_plan_lp_pooling, (x, out), params)
-    (y,) = _outputs(call, [out], [x])
-    _execute(call, backend, x, [y])
+    (y,) = make_outputs(call, [out], [x])
+    execute(call, backend, x, [y])
     return y
 
 
@@ -912,7 +671,7 @@ def max_unpooling(x: ArrayLike, indices: ArrayLike, output_sizes: IntOrInts, *,
                   ) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *, out: Any = None,
                   backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """Max unpooling (SPEC 3.7): a zero output of ``output_sizes`` (the full shape, N and C
@@ -936,17 +695,17 @@ def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *
         def build(call: Call, kernels: ModuleType, lazy_x: Any, lazy_indices: Any) -> Any:
             if not _dask.is_dask(indices):      # (in memory: checked now, as in memory)
                 _pool.check_unpool_indices(
-                    call.plan, _input(indices, "max_unpooling", "indices"), call.names)
+                    call.plan, input_array(indices, "max_unpooling", "indices"), call.names)
             return call.plan.lazy(lazy_x, {"indices": lazy_indices}, call, kernels, chunks,
                                   call.names)[0]
-        return _lazy("max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
+        return lazy_result("max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
                      _plan_max_unpooling, {"output_sizes": output_sizes}, build)
-    x = _input(x, "max_unpooling")
-    indices = _input(indices, "max_unpooling", "indices")
+    x = input_array(x, "max_unpooling")
+    indices = input_array(indices, "max_unpooling", "indices")
     call = planned(_plan_max_unpooling, (x, indices, out), {"output_sizes": output_sizes})
-    (y,) = _outputs(call, [out], [x, indices])
-    kernels = _kernels(call, backend)
-    _run([y], lambda o: call.plan.run(kernels, native(x), o, {"indices": native(indices)},
+    (y,) = make_outputs(call, [out], [x, indices])
+    kernels = kernels_of(call, backend)
+    run_kernel([y], lambda o: call.plan.run(kernels, native(x), o, {"indices": native(indices)},
                                       call.names), call.names)
     return y
 
@@ -993,7 +752,7 @@ def roi_pooling(x: ArrayLike, rois: ArrayLike, *, spatial_scale: Float, pooled_s
                 ) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def roi_pooling(x: ArrayInput, rois: ArrayLike, *, spatial_scale: Float, pooled_size: IntOrInts,
                 out: Any = None, backend: str | None = None, chunks: Chunks | None = None) -> Any:
     """ROI max pooling (SPEC 3.8). ``rois`` is ``(R, 5)`` (or DirectML's ``(1, 1, R, 5)``)
@@ -1015,17 +774,17 @@ def roi_pooling(x: ArrayInput, rois: ArrayLike, *, spatial_scale: Float, pooled_
     """
     params = {"spatial_scale": spatial_scale, "pooled_size": pooled_size}
     if _dask.is_dask(x) or chunks is not None:
-        boxes = _input(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
-        return _lazy("roi_pooling", [("x", x), ("rois", boxes)], out, backend, chunks,
+        boxes = input_array(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
+        return lazy_result("roi_pooling", [("x", x), ("rois", boxes)], out, backend, chunks,
                      _plan_roi_pooling, params,
                      lambda call, kernels, x, _: call.plan.lazy(
                          x, {"rois": boxes}, call, kernels, chunks, call.names)[0])
-    x = _input(x, "roi_pooling")
-    rois = _input(rois, "roi_pooling", "rois")
+    x = input_array(x, "roi_pooling")
+    rois = input_array(rois, "roi_pooling", "rois")
     call = planned(_plan_roi_pooling, (x, rois, out), params)
-    (y,) = _outputs(call, [out], [x, rois])
-    kernels = _kernels(call, backend)
-    _run([y], lambda o: call.plan.run(kernels, native(x), o, {"rois": native(rois)},
+    (y,) = make_outputs(call, [out], [x, rois])
+    kernels = kernels_of(call, backend)
+    run_kernel([y], lambda o: call.plan.run(kernels, native(x), o, {"rois": native(rois)},
                                       call.names), call.names)
     return y
 
@@ -1034,7 +793,7 @@ def _zero_point(zp: object, dt: DataType, names: Names, field: str) -> None:
     """A zero point's type: None (0), a Python int, or a NumPy array/scalar of ``dt``. A
     Python int's range is a value, checked after the lengths (SPEC 7's order:
     ``_zero_point_values``)."""
-    _not_lazy(zp, names, field)
+    not_lazy(zp, names, field)
     if isinstance(zp, (np.ndarray, np.generic)):
         zdt = dtype_of(zp.dtype, names, field)
         if zdt != dt:
@@ -1056,7 +815,7 @@ def _zero_point_values(zp: Any, dt: DataType, names: Names, field: str) -> NDArr
 
 
 def _scale(s: object, names: Names, field: str) -> NDArray[np.float32]:
-    _not_lazy(s, names, field)
+    not_lazy(s, names, field)
     try:
         arr = np.asarray(s, dtype=np.float64)
     except (TypeError, ValueError):
@@ -1161,7 +920,7 @@ def quantized_linear_average_pooling(x: ArrayLike, input_scale: ArrayLike,
                                      chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
                                      input_zero_point: ArrayLike | None, output_scale: ArrayLike,
                                      output_zero_point: ArrayLike | None, window_size: IntOrInts,
@@ -1190,82 +949,19 @@ def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
               "end_padding": end_padding, "dilations": dilations,
               "include_padding": include_padding, "output_dtype": output_dtype}
     if _dask.is_dask(x) or chunks is not None:
-        return _lazy_pooling("quantized_linear_average_pooling", x, out, backend, chunks,
+        return lazy_pooling("quantized_linear_average_pooling", x, out, backend, chunks,
                              _plan_quantized, params)
-    x = _input(x, "quantized_linear_average_pooling")
+    x = input_array(x, "quantized_linear_average_pooling")
     call = planned(_plan_quantized, (x, out), params)
-    (y,) = _outputs(call, [out], [x])
-    _execute(call, backend, x, [y], call.extra)
+    (y,) = make_outputs(call, [out], [x])
+    execute(call, backend, x, [y], call.extra)
     return y
-
-
-def _lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]
-               ) -> tuple[Call, ModuleType, list[NDArray[Any]], list[Any]]:
-    """A call with a Dask operand validated and planned now, as in memory (a Dask operand
-    by a stand-in of its shape and type, a NumPy one as it is): ``(call, kernels, stand-ins,
-    operands as Dask arrays)``. ``arrays``: (field, array) in the plan's order. ``chunks=``
-    is for Dask inputs only, ``out=`` for NumPy ones."""
-    import dask.array as da
-
-    names = Names(op)
-    if not any(_dask.is_dask(a) for _, a in arrays):
-        field, a = arrays[0]
-        raise names.invalid(lambda n: f"{n('chunks')} = {chunks!r} is for Dask inputs; "
-                                      f"{n(field)} is a {type(a).__name__}")
-    if out is not None:
-        raise names.unsupported(lambda n: f"{n('out')} = an array is for NumPy inputs: a Dask "
-                                          f"input gives a new lazy array (store it with "
-                                          f"dask.array.store)")
-    stands, lazy = [], []
-    for field, a in arrays:
-        if _dask.is_dask(a):
-            stands.append(_dask.stand_in(a, names, field))
-            lazy.append(a)
-        else:
-            stands.append(_input(a, op, field))
-            lazy.append(da.from_array(stands[-1], chunks=-1))
-    call = planned(plan, (*stands, None), params)
-    return call, _kernels(call, backend), stands, lazy
-
-
-def _lazy(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-          chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any],
-          build: Callable[..., Any]) -> Any:
-    """A function of Dask arrays: validated and planned now (``_lazy_call``), then
-    ``build(call, kernels, *operands as Dask arrays)`` makes the lazy result. An empty output
-    (N or C 0) is made at once, as in memory, where no kernel runs."""
-    import dask.array as da
-
-    call, kernels, _, lazy = _lazy_call(op, arrays, out, backend, chunks, plan, params)
-    if any(0 in shape for _, shape, _ in call.outputs):
-        ys = [da.from_array(np.zeros(shape, dtype)) for _, shape, dtype in call.outputs]
-        return tuple(ys) if len(ys) > 1 else ys[0]
-    return build(call, kernels, *lazy)
-
-
-def _lazy_pooling(op: str, x: Any, out: object, backend: str | None, chunks: Chunks | None,
-                  plan: Callable[..., Call], params: dict[str, Any]) -> Any:
-    """A pooling function of a Dask array (``_dask.pooling``)."""
-    def build(call: Call, kernels: ModuleType, x: Any) -> Any:
-        ys = call.plan.lazy(x, {}, call, kernels, chunks, call.names)
-        return tuple(ys) if len(ys) > 1 else ys[0]
-    return _lazy(op, [("x", x)], out, backend, chunks, plan, params, build)
-
-
-def _lazy_grad(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]) -> Any:
-    """A gradient of Dask arrays (``_dask.pooling_grad``): ``x`` and ``dy``, or ``dy``."""
-    def build(call: Call, kernels: ModuleType, *lazy: Any) -> Any:
-        x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
-        return call.plan.lazy(x, {"dy": dy}, call, kernels, chunks, call.names)[0]
-    return _lazy(op, arrays, out, backend, chunks, plan, params, build)
 
 
 def _lazy_padding(x: Any, params: dict[str, Any], out: object, backend: str | None,
                   chunks: Chunks | None) -> Any:
     """``padding`` of a Dask array: validated now, computed when asked (``_dask.padding``)."""
-    call, _, (stand,), (x,) = _lazy_call("padding", [("x", x)], out, backend, chunks,
+    call, _, (stand,), (x,) = lazy_call("padding", [("x", x)], out, backend, chunks,
                                          _plan_padding, params)
     if stand.size == 0:
         # only CONSTANT pads an empty dimension: the in-memory answer, made lazy
@@ -1311,7 +1007,7 @@ def padding(x: ArrayLike, start_padding: IntOrInts, end_padding: IntOrInts, *,
             backend: str | None = ..., chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
             mode: PaddingModeLike = "constant", value: Float = 0, out: Any = None,
             backend: str | None = None, chunks: Chunks | None = None) -> Any:
@@ -1345,12 +1041,12 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
               "value": value}
     if _dask.is_dask(x) or chunks is not None:
         return _lazy_padding(x, params, out, backend, chunks)
-    x = _input(x, "padding")
+    x = input_array(x, "padding")
     call = planned(_plan_padding, (x, out), params)
-    (y,) = _outputs(call, [out], [x])
+    (y,) = make_outputs(call, [out], [x])
     plan = call.plan
     if x.size == 0:
-        _kernels(call, backend)     # (a backend's error before the arrays')
+        kernels_of(call, backend)     # (a backend's error before the arrays')
         if y.size:
             if plan.mode != PaddingMode.CONSTANT:
                 raise call.names.invalid(lambda n: f"{n('input')} has shape {x.shape}; only "
@@ -1358,7 +1054,7 @@ def padding(x: ArrayInput, start_padding: IntOrInts, end_padding: IntOrInts, *,
                                                    f"dimension")
             y[...] = plan.value
         return y
-    _execute(call, backend, x, [y])
+    execute(call, backend, x, [y])
     return y
 
 
@@ -1394,7 +1090,7 @@ def padding_grad(dy: ArrayLike, input_sizes: IntOrInts, start_padding: IntOrInts
                  chunks: None = ...) -> NDArray[Any]: ...
 
 
-@_results_as_given
+@results_as_given
 def padding_grad(dy: ArrayInput, input_sizes: IntOrInts, start_padding: IntOrInts,
                  end_padding: IntOrInts, *, mode: PaddingModeLike = "constant",
                  out: Any = None, backend: str | None = None,
@@ -1420,15 +1116,15 @@ def padding_grad(dy: ArrayInput, input_sizes: IntOrInts, start_padding: IntOrInt
               "end_padding": end_padding, "mode": mode}
     if _dask.is_dask(dy) or chunks is not None:
         return _lazy_padding_grad(dy, params, out, backend, chunks)
-    dy = _input(dy, "padding_grad", "dy")
+    dy = input_array(dy, "padding_grad", "dy")
     call = planned(_plan_padding_grad, (dy, out), params)
-    (dx,) = _outputs(call, [out], [dy])
-    _execute(call, backend, dy, [dx])
+    (dx,) = make_outputs(call, [out], [dy])
+    execute(call, backend, dy, [dx])
     return dx
 
 
 def _lazy_padding_grad(dy: Any, params: dict[str, Any], out: object, backend: str | None,
                        chunks: Chunks | None) -> Any:
-    call, _, _, (dy,) = _lazy_call("padding_grad", [("dy", dy)], out, backend, chunks,
+    call, _, _, (dy,) = lazy_call("padding_grad", [("dy", dy)], out, backend, chunks,
                                    _plan_padding_grad, params)
     return call.plan.lazy(dy, {}, call, None, chunks, call.names)[0]

@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from . import functional
+from ._calling import execute, input_array, make_outputs
 from ._plancache import planned
 from .dtypes import data_type
 from .errors import Names, UnsupportedError
@@ -93,8 +94,8 @@ def _sizes(x: torch.Tensor, window: list[int], strides: list[int], start: list[i
 # --- the ops -------------------------------------------------------------------------------
 #
 # Each op's computation is the function's, on NumPy views of the tensors. The pooling and
-# padding ops call it as the function's body does (functional's _input, planned, _outputs,
-# _execute), with the plan also kept here under the op's arguments as the dispatcher gives
+# padding ops call it as the function's body does (_calling's input_array, make_outputs and
+# execute; planned), with the plan also kept here under the op's arguments as the dispatcher gives
 # them: lists, which the plan cache keys value by value (a few µs a call; issue 44).
 
 
@@ -119,13 +120,13 @@ class _Planned:
                       for v in params]))
         call = self.plans.get(key)
         if call is None:
-            arrays = tuple(F._input(a, self.op, f) for a, f in zip(arrays, self.fields))
+            arrays = tuple(input_array(a, self.op, f) for a, f in zip(arrays, self.fields))
             call = planned(self.planner, (*arrays, None), dict(zip(self.names, params)))
             if len(self.plans) >= _PLANS:
                 self.plans.clear()
             self.plans[key] = call
-        ys = F._outputs(call, [None] * outputs, arrays)
-        F._execute(call, None, arrays[0], ys, extra)
+        ys = make_outputs(call, [None] * outputs, arrays)
+        execute(call, None, arrays[0], ys, extra)
         return cast("list[Any]", ys)
 
 
