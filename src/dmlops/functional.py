@@ -1126,5 +1126,16 @@ def padding_grad(dy: ArrayInput, input_sizes: IntOrInts, start_padding: IntOrInt
 def _lazy_padding_grad(dy: Any, params: dict[str, Any], out: object, backend: str | None,
                        chunks: Chunks | None) -> Any:
     call, _, _, (dy,) = lazy_call("padding_grad", [("dy", dy)], out, backend, chunks,
-                                   _plan_padding_grad, params)
+                                  _plan_padding_grad, params)
     return call.plan.lazy(dy, {}, call, None, chunks, call.names)[0]
+
+
+# Each function's planner, for what plans as the function does: explain's pictures and the
+# PyTorch ops (the arrays by position, then the parameters by keyword, ``planned``).
+PLANNERS: dict[str, Any] = {
+    "average_pooling": _plan_average_pooling, "max_pooling": _plan_max_pooling,
+    "max_pooling_grad": _plan_max_pooling_grad,
+    "average_pooling_grad": _plan_average_pooling_grad, "lp_pooling": _plan_lp_pooling,
+    "max_unpooling": _plan_max_unpooling, "roi_pooling": _plan_roi_pooling,
+    "quantized_linear_average_pooling": _plan_quantized, "padding": _plan_padding,
+    "padding_grad": _plan_padding_grad}

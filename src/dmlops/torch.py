@@ -107,8 +107,8 @@ class _Planned:
     does with ``out=None`` and the default backend. The key is exact: the arrays' layouts and
     dtypes, the parameters by value (lists as tuples, floats by their bits)."""
 
-    def __init__(self, op: str, planner: str, fields: tuple[str, ...]) -> None:
-        self.op, self.planner, self.fields = op, getattr(F, planner), fields
+    def __init__(self, op: str, fields: tuple[str, ...]) -> None:
+        self.op, self.planner, self.fields = op, functional.PLANNERS[op], fields
         self.names = [p.name for p in inspect.signature(self.planner).parameters.values()
                       if p.kind is inspect.Parameter.KEYWORD_ONLY]
         self.plans: dict[Any, Any] = {}
@@ -132,13 +132,13 @@ class _Planned:
 
 _PLANS = 1024       # (kept per op, as many as the plan cache keeps)
 _bits = struct.Struct("<d").pack
-_MAX = _Planned("max_pooling", "_plan_max_pooling", ("x",))
-_MAX_GRAD = _Planned("max_pooling_grad", "_plan_max_pooling_grad", ("x", "dy"))
-_AVERAGE = _Planned("average_pooling", "_plan_average_pooling", ("x",))
-_AVERAGE_GRAD = _Planned("average_pooling_grad", "_plan_average_pooling_grad", ("dy",))
-_LP = _Planned("lp_pooling", "_plan_lp_pooling", ("x",))
-_PADDING = _Planned("padding", "_plan_padding", ("x",))
-_PADDING_GRAD = _Planned("padding_grad", "_plan_padding_grad", ("dy",))
+_MAX = _Planned("max_pooling", ("x",))
+_MAX_GRAD = _Planned("max_pooling_grad", ("x", "dy"))
+_AVERAGE = _Planned("average_pooling", ("x",))
+_AVERAGE_GRAD = _Planned("average_pooling_grad", ("dy",))
+_LP = _Planned("lp_pooling", ("x",))
+_PADDING = _Planned("padding", ("x",))
+_PADDING_GRAD = _Planned("padding_grad", ("dy",))
 
 
 def _max_pooling(x: torch.Tensor, window: list[int], strides: list[int], start: list[int],

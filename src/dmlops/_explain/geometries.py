@@ -34,17 +34,11 @@ MOST_CELLS = 64
 # Public functions explain understands: the planner the function runs, the arrays it takes
 # (explain takes their sizes in their place) and the data type the stand-ins have.
 _FUNCTIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[str, ...], str]] = {
-    "average_pooling": (_fn.average_pooling, _fn._plan_average_pooling, ("x",), "float32"),
-    "max_pooling": (_fn.max_pooling, _fn._plan_max_pooling, ("x",), "float32"),
-    "lp_pooling": (_fn.lp_pooling, _fn._plan_lp_pooling, ("x",), "float32"),
-    "average_pooling_grad": (_fn.average_pooling_grad, _fn._plan_average_pooling_grad,
-                             ("dy",), "float32"),
-    "max_pooling_grad": (_fn.max_pooling_grad, _fn._plan_max_pooling_grad, ("x", "dy"),
-                         "float32"),
-    "quantized_linear_average_pooling": (_fn.quantized_linear_average_pooling,
-                                         _fn._plan_quantized, ("x",), "uint8"),
-    "padding": (_fn.padding, _fn._plan_padding, ("x",), "float32"),
-}
+    name: (getattr(_fn, name), _fn.PLANNERS[name], arrays, dtype) for name, arrays, dtype in (
+        ("average_pooling", ("x",), "float32"), ("max_pooling", ("x",), "float32"),
+        ("lp_pooling", ("x",), "float32"), ("average_pooling_grad", ("dy",), "float32"),
+        ("max_pooling_grad", ("x", "dy"), "float32"),
+        ("quantized_linear_average_pooling", ("x",), "uint8"), ("padding", ("x",), "float32"))}
 _NOT_GEOMETRY = ("out", "backend", "chunks")
 # the functions' spelling of the fields whose name differs from the descriptions'
 _FUNCTION_LABELS = {"padding_mode": "mode", "padding_value": "value"}
