@@ -60,8 +60,7 @@ class Averager {
     });
     if (n < 16) {
       // a short row's outputs 16 at a time through buffers, the lanes past n dropped with
-      // their zero divisors (one at a time, each its own division: a 7-wide row's finish
-      // was 13% of its time)
+      // their zero divisors (one at a time, each output would take a division of its own)
       A s[16] = {};
       T out[16];
       std::memcpy(s, sums, size_t(n) * sizeof(A));

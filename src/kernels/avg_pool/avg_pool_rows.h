@@ -15,7 +15,7 @@ namespace dmlops {
 // decides them: the other dimensions' factors, the tile's size and its place against the
 // row's borders (every tile inside the interior has the same counts). A row longer than
 // kRowTile has up to three kinds of tile, which take turns: one kept set, recomputed at every
-// tile, was 20% of a 3584-wide row's time, and the finishes' float divisors were remade too.
+// tile, cost a long row a large part of its time, and the finishes' divisors were remade too.
 class TileCounts {
  public:
   // The counts of tile [t0, t0 + n) with the other dimensions' factors real_lead and
@@ -129,8 +129,8 @@ void sum_pool_rows(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
                          (last_dim.stride == 1 || last_dim.stride == 2);
   // each output row's window moves on by `step` elements along the next dimension up; its
   // rows are asked for ahead where the last dimension's window is wider than 1 (where it is
-  // 1, channels-last data recast, the same slowed 10a and 10b: their rows are pixels, each
-  // read by several output rows, which the hardware already fetches in time)
+  // 1, channels-last data recast, asking slowed it: its rows are pixels, each read by
+  // several output rows, which the hardware already fetches in time)
   const int64_t step = k >= 2 ? c.w.stride[k - 2] * c.x.strides[last - 1] : 0;
   const int64_t run_step = k >= 2 ? c.w.dilation[k - 2] * c.x.strides[last - 1] : 0;
   const bool ahead = last_dim.window > 1 && step > 0;

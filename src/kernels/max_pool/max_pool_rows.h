@@ -93,7 +93,8 @@ struct MaxTile {
   }
 
   // a window of `width` (2 or 3) offsets, each row a run of r.step 1, 2 or any (out of
-  // line: its six loops inlined into the row task made it 4.5 times larger, for no speed)
+  // line, as the compiler chose before its arguments became a struct: its six loops inlined
+  // into the row task would multiply the task's code for no speed)
   __attribute__((noinline)) void whole(int64_t at, int64_t n, int64_t width, const Run& r) {
     if (width == 2) {
       if (r.step == 1) return window<2, 1>(at, n, r);
