@@ -289,9 +289,9 @@ struct IndexedOutputRow {
 // the row loop, as the compiler chose before its arguments became structs (a call per output
 // row was slower).
 template <class T, int L>
-__attribute__((always_inline)) inline void indexed_row(const WindowRowMaxima<typename MaxKey<T>::Raw>& in, int64_t ow,
-                 const Dim& last_dim, const SeparableIndexing& ix,
-                 const IndexedOutputRow<typename MaxKey<T>::Raw>& out) {
+__attribute__((always_inline)) inline void indexed_row(
+    const WindowRowMaxima<typename MaxKey<T>::Raw>& in, int64_t ow, const Dim& last_dim,
+    const SeparableIndexing& ix, const IndexedOutputRow<typename MaxKey<T>::Raw>& out) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
