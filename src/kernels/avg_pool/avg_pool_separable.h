@@ -76,6 +76,56 @@ inline bool flat_second_pass(const SumPoolCall& c, const SeparableGeometry& geo)
   return geo.rows.stride == 1 && ow == width && c.y.strides[3] == 1 && c.y.strides[2] == ow;
 }
 
+// The counts of outputs [t0, t0 + m) of an output row whose other dimensions' factors are
+// row_real (real elements) and row_div (divisor).
+struct SeparableRowCounts {
+  const SumPoolCall& c;
+  const SeparableGeometry& geo;
+
+  void operator()(int64_t row_real, int64_t row_div, int64_t t0, int64_t m, int64_t* real,
+                  int64_t* divisor) const {
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t col = geo.last_real[t0 + i];
+      real[i] = row_real * col;
+      divisor[i] = row_div * (c.include_padding ? geo.last_padded[t0 + i] : col);
+    }
+  }
+};
+
+// The full rows' counts (every window row real, so the same in every full row), row after
+// row for as many rows as a block of A sums holds: what flat_second_pass hands the finish.
+struct FlatCounts {
+  std::vector<int64_t> real, divisor;
+
+  FlatCounts(const SumPoolCall& c, const SeparableGeometry& geo, int64_t a_size) {
+    if (!flat_second_pass(c, geo) || geo.full_rows.hi <= geo.full_rows.lo) return;
+    const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3];
+    const int64_t full = geo.full_rows.hi - geo.full_rows.lo;
+    const int64_t most = geo.block_rows(oh, ow, a_size);
+    const int64_t rows = most < full ? most : full;
+    real.resize(size_t(rows * ow));
+    divisor.resize(size_t(rows * ow));
+    const int64_t fr = geo.full_rows.lo;
+    const int64_t row_real = geo.row_real[fr];
+    const int64_t row_div = c.include_padding ? geo.row_padded[fr] : row_real;
+    SeparableRowCounts{c, geo}(row_real, row_div, 0, ow, real.data(), divisor.data());
+    for (int64_t r = 1; r < rows; ++r) {
+      std::copy(real.begin(), real.begin() + ow, real.begin() + r * ow);
+      std::copy(divisor.begin(), divisor.begin() + ow, divisor.begin() + r * ow);
+    }
+  }
+};
+
+// sums[i] = the sum over window rows j of h_j[i], for i in [0, m) (inlined into each row's
+// loop, as it was when a lambda there)
+template <class A>
+__attribute__((always_inline)) inline void column_sums(const A* const* h, int64_t rows,
+                                                      int64_t m, A* sums) {
+  if (rows == 3) return sum_columns<A, 3>(h, rows, m, sums);
+  if (rows == 2) return sum_columns<A, 2>(h, rows, m, sums);
+  sum_columns<A, 0>(h, rows, m, sums);
+}
+
 // (*finish)(row coordinates, offset of the output row, t0, n, sums, counts), as sum_pool_rows
 // calls it, for every output row in tiles of kSeparableTile columns; where flat_second_pass
 // holds, a block's full rows (every window row real, so the same counts in every row) go to
@@ -84,7 +134,7 @@ inline bool flat_second_pass(const SumPoolCall& c, const SeparableGeometry& geo)
 template <class T, class A>
 void sum_pool_separable(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
   const SeparableGeometry geo(c.x, c.y, c.w);
-  const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3];
+  const int64_t ow = c.y.sizes[3];
   const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
   auto first = [&](const Block<T, A>& b, Prefetch&) {
     if (geo.last.stride == 1)
@@ -92,34 +142,10 @@ void sum_pool_separable(const SumPoolCall& c, const MakeFinish<A>& make_finish) 
     else
       row_sums<T, A, 2>(b, geo, ow);
   };
-  // the counts of outputs [t0, t0 + m) of a row with divisor factors row_real, row_div
-  auto row_counts = [&](int64_t row_real, int64_t row_div, int64_t t0, int64_t m,
-                        int64_t* real, int64_t* divisor) {
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t col = geo.last_real[t0 + i];
-      real[i] = row_real * col;
-      divisor[i] = row_div * (c.include_padding ? geo.last_padded[t0 + i] : col);
-    }
-  };
-  // the full rows' counts, row after row for as many rows as a block holds
+  const SeparableRowCounts row_counts{c, geo};
   const bool flat = flat_second_pass(c, geo);
-  std::vector<int64_t> flat_real, flat_div;
-  if (flat && geo.full_rows.hi > geo.full_rows.lo) {
-    const int64_t full = geo.full_rows.hi - geo.full_rows.lo;
-    const int64_t most = geo.block_rows(oh, ow, int64_t(sizeof(A)));
-    const int64_t rows = most < full ? most : full;
-    flat_real.resize(size_t(rows * ow));
-    flat_div.resize(size_t(rows * ow));
-    const int64_t fr = geo.full_rows.lo;
-    const int64_t row_real = geo.row_real[fr];
-    const int64_t row_div = c.include_padding ? geo.row_padded[fr] : row_real;
-    row_counts(row_real, row_div, 0, ow, flat_real.data(), flat_div.data());
-    for (int64_t r = 1; r < rows; ++r) {
-      std::copy(flat_real.begin(), flat_real.begin() + ow, flat_real.begin() + r * ow);
-      std::copy(flat_div.begin(), flat_div.begin() + ow, flat_div.begin() + r * ow);
-    }
-  }
-  const Counts flat_counts{flat_real.data(), flat_div.data(), 0};
+  FlatCounts flat_rows(c, geo, int64_t(sizeof(A)));
+  const Counts flat_counts{flat_rows.real.data(), flat_rows.divisor.data(), 0};
   // a task's sums and counts of one tile; a row's counts are the row before's unless the
   // row's factors or the tile differ (they change only at the borders)
   struct Tile {
@@ -127,12 +153,6 @@ void sum_pool_separable(const SumPoolCall& c, const MakeFinish<A>& make_finish) 
     int64_t real[kSeparableTile], divisor[kSeparableTile];
     int64_t row_real = -1, row_div = -1, t0 = -1;
     Counts counts{real, divisor, 0};
-  };
-  // sums[i] = the sum over window rows j of h_j[i], for i in [0, m)
-  auto column_sums = [](const A* const* h, int64_t rows, int64_t m, A* sums) {
-    if (rows == 3) return sum_columns<A, 3>(h, rows, m, sums);
-    if (rows == 2) return sum_columns<A, 2>(h, rows, m, sums);
-    sum_columns<A, 0>(h, rows, m, sums);
   };
   auto task = [&]() {
     return [&, tile = std::make_unique<Tile>(), finish = make_finish()](
