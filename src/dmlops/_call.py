@@ -17,7 +17,10 @@ if TYPE_CHECKING:
 
     from .errors import Names
 
-__all__ = ["Call", "Plan"]
+__all__ = ["Call", "Operands", "Plan"]
+
+# a plan's inputs besides x, by their role (``Plan``)
+Operands = Mapping[str, Any]
 
 
 class Plan(Protocol):
@@ -32,10 +35,10 @@ class Plan(Protocol):
     prepared_by: str | None
 
     def run(self, kernels: ModuleType, x: Any, outputs: Sequence[NDArray[Any]],
-            operands: Mapping[str, Any] | None = None, names: Names | None = None) -> None:
+            operands: Operands | None = None, names: Names | None = None) -> None:
         """In memory: native-order arrays, ``outputs`` the views the kernel fills."""
 
-    def lazy(self, x: Any, operands: Mapping[str, Any], call: Any, kernels: ModuleType,
+    def lazy(self, x: Any, operands: Operands, call: Any, kernels: ModuleType,
              chunks: Any, names: Names) -> list[Any]:
         """On Dask arrays: the lazy outputs."""
 

@@ -201,7 +201,7 @@ def results_as_given(fn: _F) -> _F:
 
 
 def make_outputs(call: Call, outs: Sequence[Any], inputs: Sequence[NDArray[Any]]
-             ) -> list[NDArray[Any]]:
+                 ) -> list[NDArray[Any]]:
     """The outputs: those given, and new C-contiguous arrays for the others. A given one
     must share no memory with an input or another output: what memory an array uses is the
     one thing a kept plan cannot know, so this is checked on every call."""
@@ -265,7 +265,7 @@ def _prepare(call: Call, kernels: ModuleType, x: NDArray[Any]) -> Callable[..., 
 
 
 def run_kernel(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], object],
-         names: Names) -> None:
+               names: Names) -> None:
     if 0 in outputs[0].shape:
         return
     try:
@@ -277,8 +277,8 @@ def run_kernel(outputs: list[NDArray[Any]], run: Callable[[list[NDArray[Any]]], 
 
 
 def lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]
-               ) -> tuple[Call, ModuleType, list[NDArray[Any]], list[Any]]:
+              chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]
+              ) -> tuple[Call, ModuleType, list[NDArray[Any]], list[Any]]:
     """A call with a Dask operand validated and planned now, as in memory (a Dask operand
     by a stand-in of its shape and type, a NumPy one as it is): ``(call, kernels, stand-ins,
     operands as Dask arrays)``. ``arrays``: (field, array) in the plan's order. ``chunks=``
@@ -307,8 +307,8 @@ def lazy_call(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: 
 
 
 def lazy_result(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-          chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any],
-          build: Callable[..., Any]) -> Any:
+                chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any],
+                build: Callable[..., Any]) -> Any:
     """A function of Dask arrays: validated and planned now (``lazy_call``), then
     ``build(call, kernels, *operands as Dask arrays)`` makes the lazy result. An empty output
     (N or C 0) is made at once, as in memory, where no kernel runs."""
@@ -322,8 +322,8 @@ def lazy_result(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend
 
 
 def lazy_pooling(op: str, x: Any, out: object, backend: str | None, chunks: Chunks | None,
-                  plan: Callable[..., Call], params: dict[str, Any]) -> Any:
-    """A pooling function of a Dask array (``_dask.pooling``)."""
+                 plan: Callable[..., Call], params: dict[str, Any]) -> Any:
+    """A pooling function of a Dask array (the plan's ``lazy``)."""
     def build(call: Call, kernels: ModuleType, x: Any) -> Any:
         ys = call.plan.lazy(x, {}, call, kernels, chunks, call.names)
         return tuple(ys) if len(ys) > 1 else ys[0]
@@ -331,8 +331,8 @@ def lazy_pooling(op: str, x: Any, out: object, backend: str | None, chunks: Chun
 
 
 def lazy_grad(op: str, arrays: Sequence[tuple[str, Any]], out: object, backend: str | None,
-               chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]) -> Any:
-    """A gradient of Dask arrays (``_dask.pooling_grad``): ``x`` and ``dy``, or ``dy``."""
+              chunks: Chunks | None, plan: Callable[..., Call], params: dict[str, Any]) -> Any:
+    """A gradient of Dask arrays (the plan's ``lazy``): ``x`` and ``dy``, or ``dy``."""
     def build(call: Call, kernels: ModuleType, *lazy: Any) -> Any:
         x, dy = (None, lazy[0]) if len(lazy) == 1 else lazy
         return call.plan.lazy(x, {"dy": dy}, call, kernels, chunks, call.names)[0]

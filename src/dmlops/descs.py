@@ -58,7 +58,7 @@ IN, OUT = "input", "output"
 # the bind points that stay NumPy beside a Dask input (SPEC 6)
 _STAY_NUMPY = frozenset({"roi_tensor", "input_scale_tensor", "input_zero_point_tensor",
                          "output_scale_tensor", "output_zero_point_tensor"})
-# a description's inputs besides the first, by their role in a plan's run (pooling.Operands),
+# a description's inputs besides the first, by their role in a plan's run (_call.Operands),
 # and the roles' names in messages
 _ROLES = {"indices_tensor": "indices", "roi_tensor": "rois", "input_gradient_tensor": "dy"}
 _ROLE_NAMES = {"indices": ("indices_tensor", 0), "rois": ("roi_tensor", 0)}

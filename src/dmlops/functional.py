@@ -27,7 +27,7 @@ from . import pooling as _pool
 from ._args import as_int_tuple, check_type, dtype_of, is_int
 from ._call import Call
 from ._calling import (execute, input_array, kernels_of, lazy_call, lazy_grad, lazy_pooling,
-                       lazy_result, make_outputs, not_lazy, results_as_given, run_kernel)
+                       lazy_result, make_outputs, not_lazy, results_as_given)
 from ._plancache import ArrayFacts, planned
 from .dtypes import DataType, PaddingMode
 from .errors import Names
@@ -213,7 +213,7 @@ def average_pooling(x: ArrayInput, window_size: IntOrInts, *, strides: IntOrInts
               "include_padding": include_padding, "output_sizes": output_sizes}
     if _dask.is_dask(x) or chunks is not None:
         return lazy_pooling("average_pooling", x, out, backend, chunks, _plan_average_pooling,
-                             params)
+                            params)
     x = input_array(x, "average_pooling")
     call = planned(_plan_average_pooling, (x, out), params)
     (y,) = make_outputs(call, [out], [x])
@@ -461,7 +461,7 @@ def max_pooling_grad(x: ArrayInput, dy: ArrayInput, window_size: IntOrInts, *,
               "end_padding": end_padding, "dilations": dilations}
     if _dask.is_dask(x) or _dask.is_dask(dy) or chunks is not None:
         return lazy_grad("max_pooling_grad", [("x", x), ("dy", dy)], out, backend, chunks,
-                          _plan_max_pooling_grad, params)
+                         _plan_max_pooling_grad, params)
     x = input_array(x, "max_pooling_grad")
     dy = input_array(dy, "max_pooling_grad", "dy")
     call = planned(_plan_max_pooling_grad, (x, dy, out), params)
@@ -550,7 +550,7 @@ def average_pooling_grad(dy: ArrayInput, window_size: IntOrInts, *, input_sizes:
               "include_padding": include_padding}
     if _dask.is_dask(dy) or chunks is not None:
         return lazy_grad("average_pooling_grad", [("dy", dy)], out, backend, chunks,
-                          _plan_average_pooling_grad, params)
+                         _plan_average_pooling_grad, params)
     dy = input_array(dy, "average_pooling_grad", "dy")
     call = planned(_plan_average_pooling_grad, (dy, out), params)
     (dx,) = make_outputs(call, [out], [dy])
@@ -688,8 +688,9 @@ def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *
 
     Dask arrays (``x``, ``indices`` or both) give a lazy Dask array, the same bits whatever
     the chunking (SPEC 6); an index outside the output is the error above, raised at the
-    call where the indices are in memory, else when the block holding it is computed. ``chunks`` chunks the output, by default N and C as the
-    input's and the other dimensions cut where the input's are, scaled to the output's size.
+    call where the indices are in memory, else when the block holding it is computed.
+    ``chunks`` chunks the output, by default N and C as the input's and the other dimensions
+    cut where the input's are, scaled to the output's size.
     """
     if _dask.is_dask(x) or _dask.is_dask(indices) or chunks is not None:
         def build(call: Call, kernels: ModuleType, lazy_x: Any, lazy_indices: Any) -> Any:
@@ -698,15 +699,13 @@ def max_unpooling(x: ArrayInput, indices: ArrayInput, output_sizes: IntOrInts, *
                     call.plan, input_array(indices, "max_unpooling", "indices"), call.names)
             return call.plan.lazy(lazy_x, {"indices": lazy_indices}, call, kernels, chunks,
                                   call.names)[0]
-        return lazy_result("max_unpooling", [("x", x), ("indices", indices)], out, backend, chunks,
-                     _plan_max_unpooling, {"output_sizes": output_sizes}, build)
+        return lazy_result("max_unpooling", [("x", x), ("indices", indices)], out, backend,
+                           chunks, _plan_max_unpooling, {"output_sizes": output_sizes}, build)
     x = input_array(x, "max_unpooling")
     indices = input_array(indices, "max_unpooling", "indices")
     call = planned(_plan_max_unpooling, (x, indices, out), {"output_sizes": output_sizes})
     (y,) = make_outputs(call, [out], [x, indices])
-    kernels = kernels_of(call, backend)
-    run_kernel([y], lambda o: call.plan.run(kernels, native(x), o, {"indices": native(indices)},
-                                      call.names), call.names)
+    execute(call, backend, x, [y], {"indices": native(indices)})
     return y
 
 
@@ -776,16 +775,14 @@ def roi_pooling(x: ArrayInput, rois: ArrayLike, *, spatial_scale: Float, pooled_
     if _dask.is_dask(x) or chunks is not None:
         boxes = input_array(rois, "roi_pooling", "rois")      # (the boxes stay NumPy)
         return lazy_result("roi_pooling", [("x", x), ("rois", boxes)], out, backend, chunks,
-                     _plan_roi_pooling, params,
-                     lambda call, kernels, x, _: call.plan.lazy(
-                         x, {"rois": boxes}, call, kernels, chunks, call.names)[0])
+                           _plan_roi_pooling, params,
+                           lambda call, kernels, x, _: call.plan.lazy(
+                               x, {"rois": boxes}, call, kernels, chunks, call.names)[0])
     x = input_array(x, "roi_pooling")
     rois = input_array(rois, "roi_pooling", "rois")
     call = planned(_plan_roi_pooling, (x, rois, out), params)
     (y,) = make_outputs(call, [out], [x, rois])
-    kernels = kernels_of(call, backend)
-    run_kernel([y], lambda o: call.plan.run(kernels, native(x), o, {"rois": native(rois)},
-                                      call.names), call.names)
+    execute(call, backend, x, [y], {"rois": native(rois)})
     return y
 
 
@@ -950,7 +947,7 @@ def quantized_linear_average_pooling(x: ArrayInput, input_scale: ArrayLike,
               "include_padding": include_padding, "output_dtype": output_dtype}
     if _dask.is_dask(x) or chunks is not None:
         return lazy_pooling("quantized_linear_average_pooling", x, out, backend, chunks,
-                             _plan_quantized, params)
+                            _plan_quantized, params)
     x = input_array(x, "quantized_linear_average_pooling")
     call = planned(_plan_quantized, (x, out), params)
     (y,) = make_outputs(call, [out], [x])
@@ -962,7 +959,7 @@ def _lazy_padding(x: Any, params: dict[str, Any], out: object, backend: str | No
                   chunks: Chunks | None) -> Any:
     """``padding`` of a Dask array: validated now, computed when asked (``_dask.padding``)."""
     call, _, (stand,), (x,) = lazy_call("padding", [("x", x)], out, backend, chunks,
-                                         _plan_padding, params)
+                                        _plan_padding, params)
     if stand.size == 0:
         # only CONSTANT pads an empty dimension: the in-memory answer, made lazy
         import dask.array as da

@@ -4,7 +4,7 @@ and the description layer."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
+    from ._call import Operands
     from .dtypes import FeatureLevel
     from .support import Row
 
@@ -41,12 +42,12 @@ class PadPlan:
         return tuple(n + a + b for n, a, b in zip(self.in_sizes, self.start, self.end))
 
     def run(self, kernels: ModuleType, x: Any, outputs: Sequence[NDArray[Any]],
-            operands: Mapping[str, Any] | None = None, names: Names | None = None) -> None:
+            operands: Operands | None = None, names: Names | None = None) -> None:
         """(as ``pooling.PoolPlan.run``)"""
         y = outputs[0]
         kernels.padding(x, y, self.start, int(self.mode), np.asarray(self.value, dtype=y.dtype))
 
-    def lazy(self, x: Any, operands: Mapping[str, Any], call: Any, kernels: ModuleType,
+    def lazy(self, x: Any, operands: Operands, call: Any, kernels: ModuleType,
              chunks: Any, names: Names) -> list[Any]:
         from . import _dask
         return [_dask.padding(x, self, chunks, names)]
@@ -237,11 +238,11 @@ class PadGradPlan:
         return tuple(n + a + b for n, a, b in zip(self.in_sizes, self.start, self.end))
 
     def run(self, kernels: ModuleType, dy: Any, outputs: Sequence[NDArray[Any]],
-            operands: Mapping[str, Any] | None = None, names: Names | None = None) -> None:
+            operands: Operands | None = None, names: Names | None = None) -> None:
         if outputs[0].size:
             kernels.padding_grad(dy, outputs[0], self.start, int(self.mode))
 
-    def lazy(self, dy: Any, operands: Mapping[str, Any], call: Any, kernels: ModuleType,
+    def lazy(self, dy: Any, operands: Operands, call: Any, kernels: ModuleType,
              chunks: Any, names: Names) -> list[Any]:
         from . import _dask
         return [_dask.padding_grad(dy, self, chunks, names)]

@@ -7,7 +7,7 @@ values. A plan is a frozen, hashable record of everything a kernel needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
+    from ._call import Operands
     from .dtypes import FeatureLevel
     from .errors import Names
     from .support import Row
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
 # window, strides, start and end padding, dilations: one value per spatial dimension
 WindowParams = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
                      tuple[int, ...]]
-
-# a plan's inputs besides x, by their role (``PoolPlan.run``)
-Operands = Mapping[str, Any]
 
 INDEX_LIMIT_32 = 2**32 - 1
 EMPTY_INDEX: dict[DataType | None, int] = {DataType.UINT32: 2**32 - 1, DataType.UINT64: 2**64 - 1,
@@ -56,11 +54,7 @@ class PoolPlan:
     def empty_index(self) -> int | None:
         return EMPTY_INDEX.get(self.indices_dtype)
 
-    # Each plan runs itself, in memory (``run``: native-order arrays, ``outputs`` the views
-    # the kernel fills) and lazily on Dask arrays (``lazy``: the lazy outputs): the functions,
-    # ``CompiledOperator.execute`` and Dask call these, never a switch on the plan's type.
-    # ``operands``: the inputs besides ``x`` by their role ("dy", "indices", "rois", and
-    # quantized pooling's "scale_in", "zp_in", "scale_out", "zp_out").
+    # (run and lazy: the Plan protocol of _call.py, which every caller goes through)
 
     def run(self, kernels: ModuleType, x: NDArray[Any], outputs: Sequence[NDArray[Any]],
             operands: Operands | None = None, names: Names | None = None) -> None:
