@@ -78,6 +78,119 @@ inline bool narrow_indices(const MaxPoolCall& c) {
   return most < 4294967296.0;
 }
 
+// One window row's best of its last-dimension offsets, lanes for the outputs whose offset 0
+// is at row[c0 ..] (stride kStep), and which offset won each lane (j * jstep into *which,
+// kIndices). kFast (ordered floats, README "Ordered floats"): each offset by one vmaxps, the
+// lanes that met a NaN or-ed into *unordered. (Inlined: its caller's loop over the window rows
+// keeps row, w and d in registers; called through, they went through the stack.)
+template <class Lanes, int kStep, bool kIndices, bool kFast>
+__attribute__((always_inline)) inline typename Lanes::V window_row_best(
+    const typename Lanes::Raw* row, int64_t c0, int64_t in, int64_t w, int64_t d,
+    uint32_t jstep, Vec<uint32_t, Lanes::L>* which, typename Lanes::M* unordered) {
+  using Raw = typename Lanes::Raw;
+  using V = typename Lanes::V;
+  constexpr int L = Lanes::L;
+  V best;
+  auto take = [&](V v, int64_t j) {
+    if constexpr (kFast) {
+      best = v > best ? v : best;
+    } else {
+      auto t = Lanes::better(v, best);
+      best = t ? v : best;
+      if constexpr (kIndices)
+        *which = widen_mask(t) ? Vec<uint32_t, L>{} + uint32_t(j) * jstep : *which;
+    }
+  };
+  auto load = [&](int64_t at) {
+    const V v = load_row<Raw, L, kStep>(row, at, in);
+    if constexpr (kFast) *unordered |= v != v;
+    return v;
+  };
+  int64_t j = 1;
+  bool paired = false;
+  if constexpr (kStep == 2 && kMovesOn<Raw>) {
+    // offsets 0 and 1 the even and odd elements of the same two loads, offset 2 moved on
+    // from offset 0 (simd.h; avg_pool/README.md "Stride-2 pairs"; for narrower lanes the
+    // pair's shuffles cost more than they save)
+    if (d == 1 && w >= 2) {
+      V odd;
+      load_pair<Raw, L>(row, c0, in, &best, &odd);
+      const V even = best;
+      take(odd, 1);
+      j = 2;
+      if (w >= 3) {
+        take(moved_on(even, row[c0 + 2 * L]), 2);
+        j = 3;
+      }
+      paired = true;
+    }
+  }
+  if (!paired) best = load(c0);
+  for (; j < w; ++j) take(load(c0 + j * d), j);
+  return best;
+}
+
+// The best of the window rows' bests, each row's from row_best(m): the rows in order, a
+// later one taken only where better, and (kIndices) its winners (the row's own, plus its
+// flat-index offset where narrow, else 64 * m) into *number: the same winner as one offset at
+// a time (the first of the best), with shorter chains of dependent comparisons.
+template <class Lanes, bool kIndices, class RowBest>
+__attribute__((always_inline)) inline typename Lanes::V rows_best(
+    const RegisterRow& r, bool narrow, RowBest row_best, Vec<uint32_t, Lanes::L>* number) {
+  using U = Vec<uint32_t, Lanes::L>;
+  typename Lanes::V best = row_best(0, number);
+  if (narrow) *number += uint32_t(r.foff[0]);
+  for (int64_t m = 1; m < r.rows; ++m) {
+    U which{};
+    const typename Lanes::V v = row_best(m, &which);
+    const auto take = Lanes::better(v, best);
+    best = take ? v : best;
+    if constexpr (kIndices) {
+      const uint32_t add = narrow ? uint32_t(r.foff[m]) : uint32_t(m * 64);
+      *number = widen_mask(take) ? which + add : *number;
+    }
+  }
+  return best;
+}
+
+// rows_best of ordered floats (values only, no NaN among them: README "Ordered floats"): the
+// rows in two runs, each the first of its best, then the later run's taken only where
+// greater: the first of the best of all (that choice is associative), with half the chain of
+// dependent vmaxps.
+template <class V, class RowBest>
+__attribute__((always_inline)) inline V ordered_rows_best(int64_t rows, RowBest row_best) {
+  V best = row_best(0);
+  const int64_t half = (rows + 1) / 2;
+  if (half < rows) {
+    V later = row_best(half);
+    for (int64_t m = 1; m < half; ++m) {
+      const V v = row_best(m);
+      best = v > best ? v : best;
+      if (half + m < rows) {
+        const V u = row_best(half + m);
+        later = u > later ? u : later;
+      }
+    }
+    best = later > best ? later : best;
+  }
+  return best;
+}
+
+// The flat indices of the register path's winners, outputs o.. of the row: each lane's
+// window row (number >> 6 into foff) and its offset in the row (number & 63), 64-bit, lane
+// by lane (the path for inputs whose flat indices do not all fit 32 bits).
+template <int L>
+inline void store_wide_indices(const MaxPoolCall& c, const RegisterRow& r,
+                               Vec<uint32_t, L> number, int64_t c0, int64_t s, int64_t d,
+                               int64_t at) {
+  const int last = c.x.rank - 1;
+  const int64_t is = c.indices.strides[last];
+  for (int i = 0; i < L; ++i) {
+    const int64_t x = c0 + i * s + int64_t(number[i] & 63) * d;
+    store_index(c.indices, at + i * is, uint64_t(r.foff[number[i] >> 6] + x * c.pitch[last]));
+  }
+}
+
 // kW: the window's width along the row (dilation 1) where known when compiled (0: read from
 // last_dim), see max_pool_registers.
 template <class T, bool kIndices, int kLanes, int kStep, int kW>
@@ -86,12 +199,14 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& last_dim, const Regi
   using Lanes = MaxLanes<T, kLanes>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
+  using M = typename Lanes::M;
   using U = Vec<uint32_t, Lanes::L>;  // winners (unsigned: narrow flat indices wrap)
   constexpr int L = Lanes::L;
   const int last = c.x.rank - 1;
   const Raw* x = c.x.template at<Raw>(0);
   const int64_t s = kStep, w = kW != 0 ? kW : last_dim.window, d = kW != 0 ? 1 : last_dim.dilation;
   const int64_t in = last_dim.in, ys = c.y.strides[last];
+  const int64_t is = kIndices ? c.indices.strides[last] : 0;
   // narrow: a window row's winner is told by its flat index less the lane's (c0 + lane)
   // times the pitch, which is foff + j * d * pitch; else by j + 64 * m
   const bool narrow = kIndices && r.narrow;
@@ -102,117 +217,40 @@ void max_pool_registers_by(const MaxPoolCall& c, const Dim& last_dim, const Regi
   // there: each ordered instance is code every level compiles, and max_pool.cpp's compile
   // is the build's longest.)
   constexpr bool kOrdered = !kIndices && std::is_same_v<Raw, float> && kStep == 1 && kW == 1;
-  using M = typename Lanes::M;
-  // one window row's best of its last-dimension offsets (and which: j * jstep), lanes for
-  // outputs o..; ordered: by vmaxps, the lanes that met a NaN or-ed into *unordered
-  auto row_best = [&](auto ordered, int64_t m, int64_t c0, U* which, M* unordered) {
-    constexpr bool kFast = decltype(ordered)::value;
-    const Raw* row = x + r.xoff[m];
-    auto load = [&](int64_t at) {
-      const V v = load_row<Raw, L, kStep>(row, at, in);
-      if constexpr (kFast) *unordered |= v != v;
-      return v;
-    };
-    V best;
-    auto take = [&](V v, int64_t j) {
-      if constexpr (kFast) {
-        best = v > best ? v : best;
-      } else {
-        auto t = Lanes::better(v, best);
-        best = t ? v : best;
-        if constexpr (kIndices) *which = widen_mask(t) ? U{} + uint32_t(j) * jstep : *which;
-      }
-    };
-    int64_t j = 1;
-    bool paired = false;
-    if constexpr (kStep == 2 && kMovesOn<Raw>) {
-      // offsets 0 and 1 the even and odd elements of the same two loads, offset 2 moved
-      // on from offset 0 (simd.h; avg_pool/README.md "Stride-2 pairs"; for narrower lanes
-      // the pair's shuffles cost more than they save)
-      if (d == 1 && w >= 2) {
-        V odd;
-        load_pair<Raw, L>(row, c0, in, &best, &odd);
-        const V even = best;
-        take(odd, 1);
-        j = 2;
-        if (w >= 3) {
-          take(moved_on(even, row[c0 + 2 * L]), 2);
-          j = 3;
-        }
-        paired = true;
-      }
-    }
-    if (!paired) best = load(c0);
-    for (; j < w; ++j) take(load(c0 + j * d), j);
-    return best;
-  };
   // each lane's input coordinate less lane 0's, times the last dimension's pitch: narrow
   // indices add up modulo 2^32 (every flat index fits, so the sum is exact)
   U lane_pitch{};
   for (int i = 0; i < L; ++i) lane_pitch[i] = uint32_t(i * s) * uint32_t(c.pitch[last]);
-  // outputs o.. flat indices (narrow) into the indices
-  auto store_flat = [&](int64_t o, U flat) {
-    const int64_t is = c.indices.strides[last];
-    store_index_lanes<L>(c.indices, ioff + o * is, is, flat);
-  };
-  // whole vectors from va; the last one ends at vb, overlapping the one before it where
-  // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
   // outputs o.. (ordered: false where a lane met a NaN, the outputs then not stored)
   auto outputs = [&](auto ordered, int64_t o) {
     constexpr bool kFast = decltype(ordered)::value;
     const int64_t c0 = o * s - last_dim.start;  // input coordinate of lane 0 at offset 0
-    // each window row's best first, then the rows in order: the same winner as one offset
-    // at a time (the first of the best), with shorter chains of dependent comparisons
+    auto row_best = [&](int64_t m, U* which, M* unordered) {
+      return window_row_best<Lanes, kStep, kIndices, kFast>(x + r.xoff[m], c0, in, w, d, jstep,
+                                                             which, unordered);
+    };
     U number{};
     M unordered{};
-    V best = row_best(ordered, 0, c0, &number, &unordered);
+    V best;
     if constexpr (kFast) {
-      // the rows in two runs, each the first of its best, then the later run's taken only
-      // where greater: the first of the best of all (that choice is associative), with
-      // half the chain of dependent vmaxps
-      const int64_t half = (r.rows + 1) / 2;
-      if (half < r.rows) {
-        V later = row_best(ordered, half, c0, &number, &unordered);
-        for (int64_t m = 1; m < half; ++m) {
-          const V v = row_best(ordered, m, c0, &number, &unordered);
-          best = v > best ? v : best;
-          if (half + m < r.rows) {
-            const V u = row_best(ordered, half + m, c0, &number, &unordered);
-            later = u > later ? u : later;
-          }
-        }
-        best = later > best ? later : best;
-      }
-    }
-    if (narrow) number += uint32_t(r.foff[0]);
-    for (int64_t m = 1; m < (kFast ? 0 : r.rows); ++m) {
-      U which{};
-      V v = row_best(ordered, m, c0, &which, &unordered);
-      auto take = Lanes::better(v, best);
-      best = take ? v : best;
-      if constexpr (kIndices) {
-        const uint32_t add = narrow ? uint32_t(r.foff[m]) : uint32_t(m * 64);
-        number = widen_mask(take) ? which + add : number;
-      }
-    }
-    if constexpr (kFast) {
+      best = ordered_rows_best<V>(r.rows,
+                                  [&](int64_t m) { return row_best(m, &number, &unordered); });
       if (any_lane(unordered)) return false;
+    } else {
+      best = rows_best<Lanes, kIndices>(r, narrow, [&](int64_t m, U* which) {
+        return row_best(m, which, &unordered);
+      }, &number);
     }
     if (c.y.data != nullptr) store_lanes<Raw, L>(c.y.template at<Raw>(yoff + o * ys), ys, best);
-    if (kIndices && narrow) {
-      store_flat(o, number + lane_pitch + uint32_t(c0) * uint32_t(c.pitch[last]));
-    } else if (kIndices) {
-      // the flat index of each lane's winner, 64-bit, lane by lane: its row's start looked
-      // up, then its offset in the row
-      const int64_t is = c.indices.strides[last];
-      for (int i = 0; i < L; ++i) {
-        const int64_t at = c0 + i * s + int64_t(number[i] & 63) * d;
-        store_index(c.indices, ioff + (o + i) * is,
-                    uint64_t(r.foff[number[i] >> 6] + at * c.pitch[last]));
-      }
-    }
+    if (kIndices && narrow)
+      store_index_lanes<L>(c.indices, ioff + o * is, is,
+                           number + lane_pitch + uint32_t(c0) * uint32_t(c.pitch[last]));
+    else if (kIndices)
+      store_wide_indices<L>(c, r, number, c0, s, d, ioff + o * is);
     return true;
   };
+  // whole vectors from va; the last one ends at vb, overlapping the one before it where
+  // vb - va is no multiple of L (its outputs are computed twice, to the same bits)
   sweep<L>(va, vb, [&](int64_t o) {
     if constexpr (kOrdered) {
       if (outputs(std::true_type{}, o)) return;

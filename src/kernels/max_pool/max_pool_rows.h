@@ -126,99 +126,111 @@ inline Span register_outputs(const RowGeometry& geo, int64_t t0, int64_t t1, int
   return Span{va, vb};
 }
 
+// The outputs of a row's tile [task.t0, task.t1) that the register path takes (the row's
+// interior, by kWide lanes where it has as many, else kIndexLanes), the rest one at a time;
+// false where the path takes none of the tile (its lanes no register of this level).
+template <class T, bool kIndices>
+bool max_pool_tile_registers(const MaxPoolCall& c, const RowGeometry& geo, const RegisterRow& r,
+                             const RowTask& task) {
+  using Raw = typename MaxKey<T>::Raw;
+  const int64_t yoff = task.off[0], ioff = task.off[1];
+  // lanes: kIndexLanes (where they fit a register); values of 1 and 2 bytes without
+  // indices twice as many where the row has as many, where those fill 16 bytes
+  constexpr int kLanes = kIndexLanes<Raw>, kWide = 2 * kLanes;
+  constexpr bool kLanesFit = kIndexLanesFit<Raw>;
+  constexpr bool kWideFits = sizeof(Raw) <= 2 && !kIndices && kWide * sizeof(Raw) >= 16;
+  Span fast = register_outputs(geo, task.t0, task.t1, kWide);
+  bool done = false;
+  if constexpr (kWideFits) {
+    done = fast.hi - fast.lo >= kWide;
+    if (done)
+      max_pool_registers<T, kIndices, kWide>(c, geo.last(), r, fast.lo, fast.hi, yoff, ioff);
+  }
+  if constexpr (kLanesFit) {
+    if (!done) {
+      fast = register_outputs(geo, task.t0, task.t1, kLanes);
+      max_pool_registers<T, kIndices, kLanes>(c, geo.last(), r, fast.lo, fast.hi, yoff, ioff);
+      done = true;
+    }
+  }
+  if (done) {
+    max_pool_row_outputs<T, kIndices>(c, geo, r, task.t0, fast.lo, yoff, ioff);
+    max_pool_row_outputs<T, kIndices>(c, geo, r, fast.hi, task.t1, yoff, ioff);
+  }
+  return done;
+}
+
+// A row's tile through the scratch s: every window row's runs of whole windows and of single
+// offsets (MaxTile), then the outputs and indices stored, an output with no real element its
+// empty value and index.
+template <class T, bool kIndices>
+void max_pool_tile_scratch(const MaxPoolCall& c, const RowGeometry& geo, const RowTask& task,
+                           MaxTile<T, kIndices>* s) {
+  using Raw = typename MaxKey<T>::Raw;
+  const int last = c.x.rank - 1;
+  const Dim& last_dim = geo.last();
+  const int64_t xs = c.x.strides[last], ps = c.pitch[last];
+  const int64_t t0 = task.t0, t1 = task.t1, n = t1 - t0;
+  const int64_t yoff = task.off[0], ioff = task.off[1];
+  // the outputs whose windows start at last-dimension coordinate x0 of the window row at
+  // xoff (flat index foff)
+  auto run_at = [&](int64_t xoff, int64_t foff, int64_t x0) {
+    return WindowRun<Raw>{c.x.template at<Raw>(xoff + x0 * xs), last_dim.stride * xs,
+                          last_dim.dilation * xs, foff + x0 * ps, last_dim.stride * ps,
+                          last_dim.dilation * ps};
+  };
+  s->reset(n);
+  const bool any = geo.for_each_leading_offset(c.pitch, task, [&](int64_t xoff, int64_t foff) {
+    geo.for_each_last_window(
+        t0, t1,
+        [&](int64_t a, int64_t b, int64_t x0) {
+          s->whole(a - t0, b - a, last_dim.window, run_at(xoff, foff, x0));
+        },
+        [&](int64_t a, int64_t b, int64_t x0) {
+          s->offset(a - t0, b - a, run_at(xoff, foff, x0));
+        });
+  });
+  const Raw empty = bit_cast<Raw>(empty_value<T>());
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = t0 + i;
+    const bool has = kIndices ? s->arg[i] >= 0 : any && geo.last_real(o) > 0;
+    const Raw v = MaxKey<T>::kKeyIsValue ? bit_cast<Raw>(s->key[i]) : s->value[i];
+    if (c.y.data != nullptr)
+      store(c.y.template at<Raw>(yoff + o * c.y.strides[last]), has ? v : empty);
+    if (kIndices)
+      store_index(c.indices, ioff + o * c.indices.strides[last],
+                  has ? uint64_t(s->arg[i]) : c.empty_index);
+  }
+}
+
 // paths: registers_and_tiles where the call fits the register path (registers_fit_call),
 // which then takes the outputs of each row that register_row allows whose windows lie in the
 // row; the scratch tiles take the rest.
 template <class T, bool kIndices>
 void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
-  using Raw = typename MaxKey<T>::Raw;
   const int rank = c.x.rank, last = rank - 1;
   const int64_t ow = c.y.sizes[last];
   const int64_t tiles = (ow + kRowTile - 1) / kRowTile;
   const int64_t items = c.y.count() / ow * tiles;
   const RowGeometry geo(c.x, c.y, c.w);
-  const Dim& last_dim = geo.last();
   double volume = 1;
   for (int i = 0; i < rank - 2; ++i) volume *= double(c.w.size[i]);
   const bool narrow = narrow_indices(c);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new MaxTile<T, kIndices>;
-    const int64_t xs = c.x.strides[last], ps = c.pitch[last];
-    // the outputs whose windows start at last-dimension coordinate x0 of the window row at
-    // xoff (flat index foff)
-    auto run_at = [&](int64_t xoff, int64_t foff, int64_t x0) {
-      return WindowRun<Raw>{c.x.template at<Raw>(xoff + x0 * xs), last_dim.stride * xs,
-                            last_dim.dilation * xs, foff + x0 * ps, last_dim.stride * ps,
-                            last_dim.dilation * ps};
-    };
     int64_t xoffs[kMostRegisterOffsets], foffs[kMostRegisterOffsets];
     RowGeometry::KeptRows kept;
     RowTasks tasks(lo, tiles, rank, c.y.sizes, kRowTile, c.y.strides, c.indices.strides);
     for (int64_t item = lo; item < hi; ++item, tasks.next()) {
       const RowTask& task = *tasks;
-      const int64_t yoff = task.off[0], ioff = task.off[1];
       // the window rows of this output row, for the register path
       const int64_t rows =
           geo.leading_offsets(c.pitch, task, kept, xoffs, foffs, kMostRegisterOffsets);
-      // lanes: kIndexLanes (where they fit a register); values of 1 and 2 bytes without
-      // indices twice as many where the row has as many, where those fill 16 bytes
-      constexpr int kLanes = kIndexLanes<Raw>, kWide = 2 * kLanes;
-      constexpr bool kLanesFit = kIndexLanesFit<Raw>;
-      constexpr bool kWideFits = sizeof(Raw) <= 2 && !kIndices && kWide * sizeof(Raw) >= 16;
-      if ((kLanesFit || kWideFits) && paths == RowPaths::registers_and_tiles &&
-          register_row(rows)) {
-        const RegisterRow r{xoffs, foffs, rows, narrow};
-        Span fast = register_outputs(geo, task.t0, task.t1, kWide);
-        bool done = false;
-        if constexpr (kWideFits) {
-          done = fast.hi - fast.lo >= kWide;
-          if (done)
-            max_pool_registers<T, kIndices, kWide>(c, last_dim, r, fast.lo, fast.hi, yoff, ioff);
-        }
-        if constexpr (kLanesFit) {
-          if (!done) {
-            fast = register_outputs(geo, task.t0, task.t1, kLanes);
-            max_pool_registers<T, kIndices, kLanes>(c, last_dim, r, fast.lo, fast.hi, yoff, ioff);
-            done = true;
-          }
-        }
-        if (done) {
-          max_pool_row_outputs<T, kIndices>(c, geo, r, task.t0, fast.lo, yoff, ioff);
-          max_pool_row_outputs<T, kIndices>(c, geo, r, fast.hi, task.t1, yoff, ioff);
-          continue;
-        }
-      }
-      // the rest of the tile through the scratch
-      auto through_scratch = [&](int64_t t0, int64_t t1) {
-        if (t0 >= t1) return;
-        RowTask t = task;
-        t.t0 = t0;
-        t.t1 = t1;
-        const int64_t n = t1 - t0;
-        s->reset(n);
-        bool any = geo.for_each_leading_offset(c.pitch, t, [&](int64_t xoff, int64_t foff) {
-          geo.for_each_last_window(
-              t0, t1,
-              [&](int64_t a, int64_t b, int64_t x0) {
-                s->whole(a - t0, b - a, last_dim.window, run_at(xoff, foff, x0));
-              },
-              [&](int64_t a, int64_t b, int64_t x0) {
-                s->offset(a - t0, b - a, run_at(xoff, foff, x0));
-              });
-        });
-        const Raw empty = bit_cast<Raw>(empty_value<T>());
-        for (int64_t i = 0; i < n; ++i) {
-          int64_t o = t0 + i;
-          bool has = kIndices ? s->arg[i] >= 0 : any && geo.last_real(o) > 0;
-          Raw v = MaxKey<T>::kKeyIsValue ? bit_cast<Raw>(s->key[i]) : s->value[i];
-          if (c.y.data != nullptr)
-            store(c.y.template at<Raw>(yoff + o * c.y.strides[last]), has ? v : empty);
-          if (kIndices)
-            store_index(c.indices, ioff + o * c.indices.strides[last],
-                        has ? uint64_t(s->arg[i]) : c.empty_index);
-        }
-      };
-      through_scratch(task.t0, task.t1);
+      if (paths == RowPaths::registers_and_tiles && register_row(rows) &&
+          max_pool_tile_registers<T, kIndices>(c, geo, RegisterRow{xoffs, foffs, rows, narrow},
+                                               task))
+        continue;
+      max_pool_tile_scratch<T, kIndices>(c, geo, task, s);
     }
     delete s;
   });

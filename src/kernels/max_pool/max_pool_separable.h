@@ -105,76 +105,89 @@ inline Vec<Raw, L> pair_maxima(const Raw* p, int64_t w) {
   return bit_cast<Vec<Raw, L>>(joined(half[0], half[1], std::make_index_sequence<L>{}));
 }
 
+// One flat vector of the first pass: outputs g.. of the block b, lane 0's offset 0 at its
+// element `at` (of len), the window's w offsets (dilation d) taken in order into
+// b.results (kIndices: the winners' j * offset into b.winners); kOrdered: by vmaxps, the
+// lanes that met a NaN or-ed into *unordered, a NaN among the scalars read into *nan.
+template <class T, int L, int kStep, bool kIndices, bool kOrdered>
+__attribute__((always_inline)) inline void flat_vector_maxima(
+    const RowMaxima<T>& b, int64_t w, int64_t d, int64_t len, uint32_t offset, int64_t g,
+    int64_t at, typename MaxLanes<T, L>::M* unordered, bool* nan) {
+  using Lanes = MaxLanes<T, L>;
+  using Raw = typename Lanes::Raw;
+  using V = typename Lanes::V;
+  using U = Vec<uint32_t, L>;
+  V best;
+  U which{};
+  auto take = [&](V v, int64_t j) {
+    if constexpr (kOrdered) {
+      best = v > best ? v : best;
+    } else {
+      const auto t = Lanes::better(v, best);
+      best = t ? v : best;
+      if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * offset : which;
+    }
+  };
+  int64_t j = 1;
+  if constexpr (kStep == 2 && kPairsInWideLanes<T, kIndices>) {
+    if (d == 1 && (w == 2 || w == 3) && at + 2 * L + 2 <= len) {
+      store_vec(b.results + g, pair_maxima<Raw, L>(b.x + at, w));
+      return;
+    }
+  }
+  if (kStep == 2 && d == 1 && w >= 2) {
+    // offsets 0 and 1 are the even and odd elements of the same two loads
+    V odd;
+    load_pair<Raw, L>(b.x, at, len, &best, &odd);
+    const V even = best;
+    if constexpr (kOrdered) *unordered |= (even != even) | (odd != odd);
+    take(odd, 1);
+    j = 2;
+    // offset 2 moved on from offset 0 where the next element is in the block (simd.h:
+    // one shuffle instead of a load)
+    if constexpr (kMovesOn<Raw>) {
+      if (w >= 3 && at + 2 * L < len) {
+        const Raw next = b.x[at + 2 * L];
+        if constexpr (kOrdered) *nan |= next != next;
+        take(moved_on(even, next), 2);
+        j = 3;
+      }
+    }
+  } else {
+    best = load_row<Raw, L, kStep>(b.x, at, len);
+    if constexpr (kOrdered) *unordered |= best != best;
+  }
+  for (; j < w; ++j) {
+    const V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
+    if constexpr (kOrdered) *unordered |= v != v;
+    take(v, j);
+  }
+  store_vec(b.results + g, best);
+  if constexpr (kIndices) store_vec(b.winners + g, which);
+}
+
 // First pass: the block read as one flat row (common/separable.h), whole vectors where the
-// flat window lies in the block, then the columns whose window leaves its row from their
-// real offsets. kIndices: the winners' offsets too, j * ix.offset into b.winners (a column with
-// no real offset: all ones). kOrdered (floats, values only; README "Ordered floats"): each
-// offset taken by `v > best ? v : best`, one vmaxps, which is SPEC 3.4's order everywhere
-// but where a NaN comes after a number; returns whether any element read was a NaN (the
-// caller then does the block again without it).
+// flat window lies in the block (flat_vector_maxima), then the columns whose window leaves
+// its row from their real offsets. kIndices: the winners' offsets too, j * ix.offset into
+// b.winners (a column with no real offset: all ones). kOrdered (floats, values only; README
+// "Ordered floats"): each offset taken by `v > best ? v : best`, one vmaxps, which is SPEC
+// 3.4's order everywhere but where a NaN comes after a number; returns whether any element
+// read was a NaN (the caller then does the block again without it).
 template <class T, int L, int kStep, bool kIndices = false, bool kOrdered = false>
 bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
                 Prefetch& early, const SeparableIndexing& ix = {}) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
-  using V = typename Lanes::V;
-  using U = Vec<uint32_t, L>;
-  using M = typename Lanes::M;
   static_assert(!kOrdered || (std::is_floating_point_v<Raw> && !kIndices));
   const Dim& last_dim = geo.last;
   const int64_t w = last_dim.window, d = last_dim.dilation;
   const int64_t len = flat_length(b, last_dim);
-  M unordered{};        // (kOrdered) lanes that met a NaN
-  bool nan = false;     // (kOrdered) a NaN among the scalars read
+  typename Lanes::M unordered{};  // (kOrdered) lanes that met a NaN
+  bool nan = false;               // (kOrdered) a NaN among the scalars read
   const bool flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
     early.next();
-    V best;
-    U which{};
-    auto take = [&](V v, int64_t j) {
-      if constexpr (kOrdered) {
-        best = v > best ? v : best;
-      } else {
-        const auto t = Lanes::better(v, best);
-        best = t ? v : best;
-        if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * ix.offset : which;
-      }
-    };
-    int64_t j = 1;
-    if constexpr (kStep == 2 && kPairsInWideLanes<T, kIndices>) {
-      if (d == 1 && (w == 2 || w == 3) && at + 2 * L + 2 <= len) {
-        store_vec(b.results + g, pair_maxima<Raw, L>(b.x + at, w));
-        return;
-      }
-    }
-    if (kStep == 2 && d == 1 && w >= 2) {
-      // offsets 0 and 1 are the even and odd elements of the same two loads
-      V odd;
-      load_pair<Raw, L>(b.x, at, len, &best, &odd);
-      const V even = best;
-      if constexpr (kOrdered) unordered |= (even != even) | (odd != odd);
-      take(odd, 1);
-      j = 2;
-      // offset 2 moved on from offset 0 where the next element is in the block (simd.h:
-      // one shuffle instead of a load)
-      if constexpr (kMovesOn<Raw>) {
-        if (w >= 3 && at + 2 * L < len) {
-          const Raw next = b.x[at + 2 * L];
-          if constexpr (kOrdered) nan |= next != next;
-          take(moved_on(even, next), 2);
-          j = 3;
-        }
-      }
-    } else {
-      best = load_row<Raw, L, kStep>(b.x, at, len);
-      if constexpr (kOrdered) unordered |= best != best;
-    }
-    for (; j < w; ++j) {
-      const V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
-      if constexpr (kOrdered) unordered |= v != v;
-      take(v, j);
-    }
-    store_vec(b.results + g, best);
-    if constexpr (kIndices) store_vec(b.winners + g, which);
+    flat_vector_maxima<T, L, kStep, kIndices, kOrdered>(b, w, d, len, ix.offset, g, at,
+                                                        &unordered, &nan);
   });
   auto column = [&](const Raw* row, const int64_t* at, int64_t count, int64_t i) {
     if constexpr (kOrdered) {

@@ -78,11 +78,11 @@ def offset_slices(j: Sequence[int], in_spatial: Sequence[int], out_spatial: Sequ
 
 
 def dim_counts(size: int, out_size: int, window: int, stride: int, start: int, end: int,
-               dilation: int, include_padding: bool, dtype: Any = np.int64) -> NDArray[Any]:
+               dilation: int, *, include_padding: bool, dtype: Any = np.int64) -> NDArray[Any]:
     """Along one dimension, each output position's count of real positions (or, with
-    ``include_padding``, real and padding ones): ``dim_counts(4, 3, 3, 2, 1, 1, 1, False)``
-    is ``[2, 3, 1]`` (ceil mode's third window holds one real, one padding and one phantom
-    position)."""
+    ``include_padding``, real and padding ones): ``dim_counts(4, 3, 3, 2, 1, 1, 1,
+    include_padding=False)`` is ``[2, 3, 1]`` (ceil mode's third window holds one real, one
+    padding and one phantom position)."""
     # the positions o*stride + j*dilation (j < window) within [lo, hi) of the padded axis
     lo, hi = (0, size + start + end) if include_padding else (start, size + start)
     base = np.arange(out_size, dtype=dtype) * stride
@@ -101,7 +101,7 @@ def counts(in_spatial: Sequence[int], out_spatial: Sequence[int], window: Sequen
     Python integers where their product (at most the window's volume) could pass 2^63-1."""
     dt = np.int64 if math.prod(window) < 2**63 else object
     per_dim = [dim_counts(size, osz, window[i], strides[i], start[i], end[i], dilations[i],
-                          include_padding, dt)
+                          include_padding=include_padding, dtype=dt)
                for i, (size, osz) in enumerate(zip(in_spatial, out_spatial))]
     total = np.ones((1, 1) + (1,) * len(window), dtype=dt)
     for i, c in enumerate(per_dim):
