@@ -171,14 +171,15 @@ def test_empty():
 
 
 @functools.lru_cache(maxsize=None)
-def _large_case(mode, dtype):
+def _large_case(mode, dtype, step=-1):
     """An input, its start pads and the reference's output of more than 8 MiB, rows of odd
     lengths past 512 bytes (most start off a cache line); the pads along H wider than the
-    input, so that rows repeat one written before, and CONSTANT's rows are the value."""
+    input, so that rows repeat one written before, and CONSTANT's rows are the value; the
+    input's rows read backwards (step -1) or packed (1: the rows ahead asked for)."""
     item = np.dtype(dtype).itemsize
     w = 9 * 1024 // item + 3
     h = (9 << 20) // (w * item * 2) // 3
-    x = O.random_bits(mode + 7, (2, 1, h, w - 20), dtype)[..., ::-1]
+    x = O.random_bits(mode + 7, (2, 1, h, w - 20), dtype)[..., ::step]
     start, end = (0, 1, h + 1, 11), (0, 0, h - 1, 9)
     out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
     assert np.prod(out) * item > 8 << 20
@@ -191,11 +192,11 @@ def _large_case(mode, dtype):
 @pytest.mark.parametrize("level_and_path", [(lv, "fast") for lv in cpu.supported()],
                          indirect=True, ids=lambda p: f"{p[0]}-{p[1]}")
 @pytest.mark.parametrize("mode", range(5))
-@pytest.mark.parametrize("dtype", [np.float16, np.float64])
-def test_outputs_larger_than_the_caches(mode, dtype, level_and_path):
+@pytest.mark.parametrize("dtype, step", [(np.float16, -1), (np.float64, -1), (np.float32, 1)])
+def test_outputs_larger_than_the_caches(mode, dtype, step, level_and_path):
     """An output much larger than the caches has its rows made in scratch and streamed to
     memory: the reference's bits, with one thread and two."""
-    x, start, want = _large_case(mode, dtype)
+    x, start, want = _large_case(mode, dtype, step)
     try:
         for n in (1, 2):
             dml.set_num_threads(n)

@@ -90,3 +90,12 @@ namespace dmlops {
 constexpr int64_t kPrefetchRowsAhead = 8;
 
 }  // namespace dmlops
+
+namespace dmlops {
+
+// How many input rows ahead a streamed padding row asks for its source's lines
+// (padding_rows.h): a row's loads otherwise wait on memory, its stores streamed past
+// (padding/README.md "Streamed rows"; 2 and 8 rows ahead gave less).
+constexpr int64_t kPadRowsAhead = 4;
+
+}  // namespace dmlops

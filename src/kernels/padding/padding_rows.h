@@ -6,13 +6,16 @@
 // copy, a fill) instead of a lookup per element, which had cost short rows half their time.
 // A row whose source lies in CONSTANT's padding is filled with the value; a row whose source
 // row an earlier row of the same plane (and the same share of the work) had is copied from it.
-// Outputs much larger than the caches are streamed a row at a time. Precondition: none.
+// Outputs much larger than the caches are streamed a row at a time, a row whose source is the
+// row before's streamed again from the same scratch. Precondition: none.
 // What does not depend on the element type is planned once per call (plan_pad_rows).
 #pragma once
 #include <cstdlib>
 #include <new>
 #include <vector>
 
+#include "common/config.h"
+#include "common/prefetch.h"
 #include "common/stream.h"
 #include "common/threads.h"
 #include "padding/padding.h"
@@ -64,9 +67,24 @@ void padding_rows(const PadCall& c) {
   // "Streamed rows")
   const bool stream = ys == 1 && worth_streaming(c.y.count() * int64_t(sizeof(T))) &&
                       out * int64_t(sizeof(T)) >= kStreamRowBytes && out <= kStagedRowElements;
+  // a streamed row's source kPadRowsAhead input rows on, asked for meanwhile (packed input
+  // rows: the source of the row kPadRowsAhead on, but at a plane's or a padding's edges)
+  const int64_t ahead =
+      second >= 0 && xs == 1 ? kPadRowsAhead * c.x.strides[second] * int64_t(sizeof(T)) : 0;
+  const int64_t in_row_bytes = c.x.sizes[last] * int64_t(sizeof(T));
   parallel_for(rows, double(c.y.count()), c.threads, [&](int64_t lo, int64_t hi) {
     T* stage = stream ? static_cast<T*>(std::malloc(sizeof(T) * size_t(out))) : nullptr;
     if (stream && stage == nullptr) throw std::bad_alloc();
+    bool staged = false, staged_outside = false;  // the row in stage, and its source
+    int64_t staged_xoff = 0;
+    // output row y (element stride step) from its source row at xoff, or CONSTANT's value
+    auto make_row = [&](T* y, int64_t step, bool outside, int64_t xoff) {
+      if (outside) {
+        for (int64_t i = 0; i < out; ++i) y[i * step] = value;
+      } else {
+        pad_row<T>(p, c.x.template at<T>(xoff), xs, y, step, value, lead);
+      }
+    };
     // the row's output coordinates, stepped like an odometer (a division per dimension and
     // row cost short rows most of their time)
     int64_t o[kMaxRank] = {};
@@ -87,23 +105,28 @@ void padding_rows(const PadCall& c) {
         yoff += o[d] * c.y.strides[d];
       }
       T* const yrow = c.y.template at<T>(yoff);
-      T* y = stream ? stage : yrow;
+      if (stream) {
+        // a row with the row before's source (EDGE's and CONSTANT's paddings) streamed from
+        // the scratch again: copying the output row before would read back from memory what
+        // was just streamed past the caches
+        if (!staged || outside != staged_outside || (!outside && xoff != staged_xoff)) {
+          if (!outside && ahead != 0)
+            prefetch_span(c.x.template at<T>(xoff), ahead, in_row_bytes);
+          make_row(stage, 1, outside, xoff);
+          staged = true;
+          staged_outside = outside;
+          staged_xoff = xoff;
+        }
+        stream_copy(yrow, stage, out * int64_t(sizeof(T)));
+        continue;
+      }
       const int64_t before = second >= 0 ? o[second] - p.first_use[size_t(o[second])] : 0;
       if (before > 0 && r - before >= lo) {  // written by this share already: copied
         const T* from = yrow - before * c.y.strides[second];
-        if (stream) {
-          stream_copy(yrow, from, out * int64_t(sizeof(T)));
-          continue;
-        }
-        for (int64_t i = 0; i < out; ++i) y[i * ys] = from[i * ys];
+        for (int64_t i = 0; i < out; ++i) yrow[i * ys] = from[i * ys];
         continue;
       }
-      if (outside) {
-        for (int64_t i = 0; i < out; ++i) y[i * ys] = value;
-      } else {
-        pad_row<T>(p, c.x.template at<T>(xoff), xs, y, ys, value, lead);
-      }
-      if (stream) stream_copy(yrow, stage, out * int64_t(sizeof(T)));
+      make_row(yrow, ys, outside, xoff);
     }
     if (stream) stream_fence();
     std::free(stage);
