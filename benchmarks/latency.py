@@ -17,7 +17,10 @@ NumPy call with a new output (the base), ``dmlops.max_pooling(tensor)`` (the ten
 place, the result a tensor on the same memory), and the ``torch.ops.dmlops.max_pooling`` op
 (issue 44: at most 10 µs over the base); then the floor of such an op, the same op computing
 nothing (its schema, its autograd kernel, TorchDynamo off, the input returned): what PyTorch's
-dispatcher costs a Python op with these arguments, whatever the op does.
+dispatcher costs a Python op with these arguments, whatever the op does; and below it the
+dispatcher alone, a Python kernel that returns its input registered for every key
+(CompositeExplicitAutograd, no autograd kernel, no TorchDynamo guard) with that schema and with
+a tensor as its only argument: how much of the floor is the schema's argument lists.
 
     python benchmarks/latency.py [--flush] [--backend cpu] [--processes 7] [--torch]
 """
@@ -102,6 +105,11 @@ def torch_cases():
     lib.impl("max_pooling", torch._disable_dynamo(
         dt._autograd(empty.default, lambda x, *rest: x, None, None)), "Autograd",
         with_keyset=True)
+    lib.define(str(op.default._schema).split("::", 1)[1].replace("max_pooling", "bare", 1))
+    lib.impl("bare", lambda x, *rest: x, "CompositeExplicitAutograd")
+    lib.define("bare_tensor(Tensor x) -> Tensor")
+    lib.impl("bare_tensor", lambda x: x, "CompositeExplicitAutograd")
+    bare, bare_tensor = torch.ops.dmlops_latency.bare, torch.ops.dmlops_latency.bare_tensor
     return {
         "max_pooling, NumPy, new output (base)": lambda: dmlops.max_pooling(x, 3, **g),
         "  dmlops.max_pooling(tensor)": lambda: dmlops.max_pooling(t, 3, **g),
@@ -109,6 +117,9 @@ def torch_cases():
                                                              [1, 1], [1, 1], None),
         "  the same op computing nothing (floor)": lambda: empty(t, [3, 3], [2, 2], [1, 1],
                                                                 [1, 1], [1, 1], None),
+        "    the dispatcher alone, this schema": lambda: bare(t, [3, 3], [2, 2], [1, 1],
+                                                            [1, 1], [1, 1], None),
+        "    the dispatcher alone, one tensor": lambda: bare_tensor(t),
     }
 
 
