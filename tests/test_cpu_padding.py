@@ -188,15 +188,33 @@ def _large_case(mode, dtype, step=-1):
     return x, start, want
 
 
+@functools.lru_cache(maxsize=None)
+def _short_rows_case(mode, dtype):
+    """An output of more than 8 MiB whose rows are short (332 or 664 bytes) and whose planes
+    fit padding's 64 KiB scratch: the planes staged whole; pads along H several times the
+    input's height, so that most rows repeat one made before in the same plane; an odd count
+    of planes, so that two threads split one; CONSTANT's first plane and rows the value."""
+    item = np.dtype(dtype).itemsize
+    x = O.random_bits(mode + 11, (13, 38, 9, 13), dtype)
+    start, end = (0, 1, 25, 40), (0, 0, 20, 30)
+    out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
+    assert np.prod(out) * item > 8 << 20 and out[2] * out[3] * item <= 64 << 10
+    want = np.empty(out, dtype)
+    ref.padding(x, want, start, mode, np.asarray(3, dtype))
+    return x, start, want
+
+
 # (the fast paths alone: the plain kernel has no path that depends on the output's size)
 @pytest.mark.parametrize("level_and_path", [(lv, "fast") for lv in cpu.supported()],
                          indirect=True, ids=lambda p: f"{p[0]}-{p[1]}")
 @pytest.mark.parametrize("mode", range(5))
-@pytest.mark.parametrize("dtype, step", [(np.float16, -1), (np.float64, -1), (np.float32, 1)])
+@pytest.mark.parametrize("dtype, step", [(np.float16, -1), (np.float64, -1), (np.float32, 1),
+                                         (np.float32, "short rows"), (np.float64, "short rows")])
 def test_outputs_larger_than_the_caches(mode, dtype, step, level_and_path):
     """An output much larger than the caches has its rows made in scratch and streamed to
-    memory: the reference's bits, with one thread and two."""
-    x, start, want = _large_case(mode, dtype, step)
+    memory (short rows: a plane at a time): the reference's bits, with one thread and two."""
+    x, start, want = (_short_rows_case(mode, dtype) if step == "short rows" else
+                      _large_case(mode, dtype, step))
     try:
         for n in (1, 2):
             dml.set_num_threads(n)

@@ -78,6 +78,10 @@ constexpr int64_t kStreamBytes = int64_t(8) << 20;
 // Rows shorter than this are not streamed a row at a time (their partial lines at both ends
 // would be most of them); rows longer than kStagedRowElements are not staged.
 constexpr int64_t kStreamRowBytes = 512;
+// Padding's scratch holds a whole packed plane (its last two dimensions) where it fits in
+// this many bytes (and has kStreamRowBytes): the plane is then streamed as one run, whatever
+// its rows' length (padding/README.md "Streamed rows").
+constexpr int64_t kStagedPlaneBytes = 64 * 1024;
 constexpr int64_t kStagedRowElements = int64_t(1) << 16;
 
 }  // namespace dmlops

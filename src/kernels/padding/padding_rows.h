@@ -11,6 +11,7 @@
 // What does not depend on the element type is planned once per call (plan_pad_rows).
 #pragma once
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -63,17 +64,25 @@ void padding_rows(const PadCall& c) {
   const int64_t rows = c.y.count() / out;
   const int64_t xs = c.x.strides[last], ys = c.y.strides[last];
   // an output much larger than the caches with packed rows long enough: each row made in
-  // scratch and streamed to memory (common/stream.h), its lines not read first (README
-  // "Streamed rows")
+  // scratch and streamed to memory (common/stream.h), its lines not read first; or where a
+  // packed plane (the last two dimensions) fits the scratch, the plane made there and
+  // streamed as one run (README "Streamed rows")
+  const int64_t row_bytes = out * int64_t(sizeof(T));
+  const int64_t plane_rows = second >= 0 ? c.y.sizes[second] : 1;
+  const bool plane_staged = second >= 0 && ys == 1 && c.y.strides[second] == out &&
+                            plane_rows * row_bytes <= kStagedPlaneBytes &&
+                            plane_rows * row_bytes >= kStreamRowBytes;
   const bool stream = ys == 1 && worth_streaming(c.y.count() * int64_t(sizeof(T))) &&
-                      out * int64_t(sizeof(T)) >= kStreamRowBytes && out <= kStagedRowElements;
+                      (plane_staged || (row_bytes >= kStreamRowBytes && out <= kStagedRowElements));
+  const int64_t staged_rows = plane_staged ? plane_rows : 1;
   // a streamed row's source kPadRowsAhead input rows on, asked for meanwhile (packed input
   // rows: the source of the row kPadRowsAhead on, but at a plane's or a padding's edges)
   const int64_t ahead =
       second >= 0 && xs == 1 ? kPadRowsAhead * c.x.strides[second] * int64_t(sizeof(T)) : 0;
   const int64_t in_row_bytes = c.x.sizes[last] * int64_t(sizeof(T));
   parallel_for(rows, double(c.y.count()), c.threads, [&](int64_t lo, int64_t hi) {
-    T* stage = stream ? static_cast<T*>(std::malloc(sizeof(T) * size_t(out))) : nullptr;
+    T* stage = stream ? static_cast<T*>(std::malloc(sizeof(T) * size_t(out * staged_rows)))
+                      : nullptr;
     if (stream && stage == nullptr) throw std::bad_alloc();
     bool staged = false, staged_outside = false;  // the row in stage, and its source
     int64_t staged_xoff = 0;
@@ -105,6 +114,26 @@ void padding_rows(const PadCall& c) {
         yoff += o[d] * c.y.strides[d];
       }
       T* const yrow = c.y.template at<T>(yoff);
+      const int64_t before = second >= 0 ? o[second] - p.first_use[size_t(o[second])] : 0;
+      const bool made_before = before > 0 && r - before >= lo;  // by this share, this plane
+      if (stream && plane_staged) {
+        // the plane's rows made in the scratch (a row made before copied there), then the
+        // share's rows of the plane streamed as one run of memory
+        T* slot = stage + o[second] * out;
+        if (made_before) {
+          std::memcpy(slot, slot - before * out, size_t(row_bytes));
+        } else {
+          if (!outside && ahead != 0)
+            prefetch_span(c.x.template at<T>(xoff), ahead, in_row_bytes);
+          make_row(slot, 1, outside, xoff);
+        }
+        if (o[second] == plane_rows - 1 || r == hi - 1) {
+          const int64_t from = r - lo < o[second] ? o[second] - (r - lo) : 0;  // share's first
+          stream_copy(yrow - (o[second] - from) * out, stage + from * out,
+                      (o[second] - from + 1) * row_bytes);
+        }
+        continue;
+      }
       if (stream) {
         // a row with the row before's source (EDGE's and CONSTANT's paddings) streamed from
         // the scratch again: copying the output row before would read back from memory what
@@ -117,11 +146,10 @@ void padding_rows(const PadCall& c) {
           staged_outside = outside;
           staged_xoff = xoff;
         }
-        stream_copy(yrow, stage, out * int64_t(sizeof(T)));
+        stream_copy(yrow, stage, row_bytes);
         continue;
       }
-      const int64_t before = second >= 0 ? o[second] - p.first_use[size_t(o[second])] : 0;
-      if (before > 0 && r - before >= lo) {  // written by this share already: copied
+      if (made_before) {  // copied from the row made before
         const T* from = yrow - before * c.y.strides[second];
         for (int64_t i = 0; i < out; ++i) yrow[i * ys] = from[i * ys];
         continue;
