@@ -139,7 +139,9 @@ __attribute__((always_inline)) inline typename Lanes::V rows_best(
     const RegisterRow& r, bool narrow, RowBest row_best, Vec<uint32_t, Lanes::L>* number) {
   using U = Vec<uint32_t, Lanes::L>;
   typename Lanes::V best = row_best(0, number);
-  if (narrow) *number += uint32_t(r.foff[0]);
+  if constexpr (kIndices) {
+    if (narrow) *number += uint32_t(r.foff[0]);
+  }
   for (int64_t m = 1; m < r.rows; ++m) {
     U which{};
     const typename Lanes::V v = row_best(m, &which);

@@ -105,14 +105,21 @@ inline Vec<Raw, L> pair_maxima(const Raw* p, int64_t w) {
   return bit_cast<Vec<Raw, L>>(joined(half[0], half[1], std::make_index_sequence<L>{}));
 }
 
+// What the ordered first pass (kOrdered) met: the lanes that met a NaN, and whether any of
+// the scalars read was one.
+template <class M> struct NansMet {
+  M lanes{};
+  bool scalar = false;
+};
+
 // One flat vector of the first pass: outputs g.. of the block b, lane 0's offset 0 at its
 // element `at` (of len), the window's w offsets (dilation d) taken in order into
 // b.results (kIndices: the winners' j * offset into b.winners); kOrdered: by vmaxps, the
-// lanes that met a NaN or-ed into *unordered, a NaN among the scalars read into *nan.
+// NaNs met or-ed into *nans.
 template <class T, int L, int kStep, bool kIndices, bool kOrdered>
 __attribute__((always_inline)) inline void flat_vector_maxima(
     const RowMaxima<T>& b, int64_t w, int64_t d, int64_t len, uint32_t offset, int64_t g,
-    int64_t at, typename MaxLanes<T, L>::M* unordered, bool* nan) {
+    int64_t at, NansMet<typename MaxLanes<T, L>::M>* nans) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
@@ -140,7 +147,7 @@ __attribute__((always_inline)) inline void flat_vector_maxima(
     V odd;
     load_pair<Raw, L>(b.x, at, len, &best, &odd);
     const V even = best;
-    if constexpr (kOrdered) *unordered |= (even != even) | (odd != odd);
+    if constexpr (kOrdered) nans->lanes |= (even != even) | (odd != odd);
     take(odd, 1);
     j = 2;
     // offset 2 moved on from offset 0 where the next element is in the block (simd.h:
@@ -148,18 +155,18 @@ __attribute__((always_inline)) inline void flat_vector_maxima(
     if constexpr (kMovesOn<Raw>) {
       if (w >= 3 && at + 2 * L < len) {
         const Raw next = b.x[at + 2 * L];
-        if constexpr (kOrdered) *nan |= next != next;
+        if constexpr (kOrdered) nans->scalar |= next != next;
         take(moved_on(even, next), 2);
         j = 3;
       }
     }
   } else {
     best = load_row<Raw, L, kStep>(b.x, at, len);
-    if constexpr (kOrdered) *unordered |= best != best;
+    if constexpr (kOrdered) nans->lanes |= best != best;
   }
   for (; j < w; ++j) {
     const V v = load_row<Raw, L, kStep>(b.x, at + j * d, len);
-    if constexpr (kOrdered) *unordered |= v != v;
+    if constexpr (kOrdered) nans->lanes |= v != v;
     take(v, j);
   }
   store_vec(b.results + g, best);
@@ -182,12 +189,10 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
   const Dim& last_dim = geo.last;
   const int64_t w = last_dim.window, d = last_dim.dilation;
   const int64_t len = flat_length(b, last_dim);
-  typename Lanes::M unordered{};  // (kOrdered) lanes that met a NaN
-  bool nan = false;               // (kOrdered) a NaN among the scalars read
+  NansMet<typename Lanes::M> nans;  // (kOrdered)
   const bool flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
     early.next();
-    flat_vector_maxima<T, L, kStep, kIndices, kOrdered>(b, w, d, len, ix.offset, g, at,
-                                                        &unordered, &nan);
+    flat_vector_maxima<T, L, kStep, kIndices, kOrdered>(b, w, d, len, ix.offset, g, at, &nans);
   });
   auto column = [&](const Raw* row, const int64_t* at, int64_t count, int64_t i) {
     if constexpr (kOrdered) {
@@ -200,7 +205,7 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
         met |= v != v;
         best = v > best ? v : best;
       }
-      nan |= met;
+      nans.scalar |= met;
       return best;
     }
     int64_t j;
@@ -215,7 +220,7 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
     return best;
   };
   each_column_left(b, geo, ow, flat, column);
-  if constexpr (kOrdered) return nan || any_lane(unordered);
+  if constexpr (kOrdered) return nans.scalar || any_lane(nans.lanes);
   return false;
 }
 
