@@ -98,7 +98,11 @@ if [ "$phase" = all ] || [ "$phase" = build ]; then
     -DCMAKE_CXX_FLAGS="-isystem $root/usr/include" \
     -DSKBUILD_SOABI=cpython-311-aarch64-linux-gnu -DDMLOPS_OPTIMIZE="$optimize" \
     -DDMLOPS_STRICT_VECTORS=ON > /dev/null
-  cmake --build "$build" > /dev/null
+  # (ninja prints a failed compile's errors on its output: kept, and shown if it fails)
+  if ! cmake --build "$build" > "$build/build.log" 2>&1; then
+    grep -v '^\[' "$build/build.log" | head -n 60 >&2
+    exit 1
+  fi
   if aarch64-linux-gnu-objdump -d "$build"/_kernels_*.so |
      grep -E '\s(fmla|fmls|fmadd|fmsub|fnmadd|fnmsub)\s'; then
     echo "aarch64: a fused multiply-add in the module (it would change the averages' bits)" >&2

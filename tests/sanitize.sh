@@ -23,7 +23,11 @@ if [ "$phase" != test ]; then
   cmake -S . -B "$build" -G Ninja -DDMLOPS_SANITIZE=ON -DDMLOPS_STRICT_VECTORS=ON \
     -DDMLOPS_ONLY_LEVELS="$levels" \
     -DPython_EXECUTABLE="$python" > /dev/null
-  cmake --build "$build" > /dev/null
+  # (ninja prints a failed compile's errors on its output: kept, and shown if it fails)
+  if ! cmake --build "$build" > "$build/build.log" 2>&1; then
+    grep -v '^\[' "$build/build.log" | head -n 60 >&2
+    exit 1
+  fi
 fi
 [ "$phase" = build ] && exit 0
 # a package folder with the sanitized modules beside the Python sources
