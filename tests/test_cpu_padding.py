@@ -180,12 +180,7 @@ def _large_case(mode, dtype, step=-1):
     w = 9 * 1024 // item + 3
     h = (9 << 20) // (w * item * 2) // 3
     x = O.random_bits(mode + 7, (2, 1, h, w - 20), dtype)[..., ::step]
-    start, end = (0, 1, h + 1, 11), (0, 0, h - 1, 9)
-    out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
-    assert np.prod(out) * item > 8 << 20
-    want = np.empty(out, dtype)
-    ref.padding(x, want, start, mode, np.asarray(3, dtype))
-    return x, start, want
+    return _past_8_mib(x, (0, 1, h + 1, 11), (0, 0, h - 1, 9), mode)
 
 
 @functools.lru_cache(maxsize=None)
@@ -194,13 +189,19 @@ def _short_rows_case(mode, dtype):
     fit padding's 64 KiB scratch: the planes staged whole; pads along H several times the
     input's height, so that most rows repeat one made before in the same plane; an odd count
     of planes, so that two threads split one; CONSTANT's first plane and rows the value."""
-    item = np.dtype(dtype).itemsize
-    x = O.random_bits(mode + 11, (13, 38, 9, 13), dtype)
-    start, end = (0, 1, 25, 40), (0, 0, 20, 30)
+    x, start, want = _past_8_mib(O.random_bits(mode + 11, (13, 38, 9, 13), dtype),
+                                 (0, 1, 25, 40), (0, 0, 20, 30), mode)
+    assert want[0, 0].nbytes <= 64 << 10
+    return x, start, want
+
+
+def _past_8_mib(x, start, end, mode):
+    """x, its start pads and the reference's output, which must pass 8 MiB (CONSTANT's
+    value 3)."""
     out = tuple(n + a + b for n, a, b in zip(x.shape, start, end))
-    assert np.prod(out) * item > 8 << 20 and out[2] * out[3] * item <= 64 << 10
-    want = np.empty(out, dtype)
-    ref.padding(x, want, start, mode, np.asarray(3, dtype))
+    want = np.empty(out, x.dtype)
+    assert want.nbytes > 8 << 20
+    ref.padding(x, want, start, mode, np.asarray(3, x.dtype))
     return x, start, want
 
 
