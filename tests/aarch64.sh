@@ -13,8 +13,10 @@
 # Without a phase, all three. --ci: CI's smaller sizes (for its time): the module built at -O1
 # (a quarter of -O3's compile; the same source paths, as the sanitizers' -O0), the fast paths
 # alone (the plain kernels are the same scalar C++ on every machine, tested at two x86-64
-# levels and under the sanitizers), and a quarter of the property tests' examples; without
-# it, -O3 as pip builds, both paths and every example. The host needs this repository's test
+# levels and under the sanitizers), and a quarter of the property tests' examples, in two
+# emulated processes side by side (half the tests each: CI runs them beside the sanitizer
+# tests, and one process alone left a core idle for the last minute); without it, -O3 as pip
+# builds, both paths and every example, one process. The host needs this repository's test
 # extra (nanobind, cmake, ninja and pip) in the Python that runs the script.
 set -euo pipefail
 phase=all
@@ -22,7 +24,8 @@ case "${1:-}" in --setup|--build|--test) phase="${1#--}"; shift ;; esac
 optimize=-O3
 paths=all
 examples=1
-if [ "${1:-}" = --ci ]; then optimize=-O1; paths=fast; examples=0.25; shift; fi
+processes=1
+if [ "${1:-}" = --ci ]; then optimize=-O1; paths=fast; examples=0.25; processes=2; shift; fi
 dir="${1:-build/aarch64}"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
@@ -120,7 +123,21 @@ if [ "$phase" = all ] || [ "$phase" = test ]; then
     QEMU_LD_PREFIX="$root" PYTHONPATH="$pkg:$site" PYTHONDONTWRITEBYTECODE=1 \
       qemu-aarch64 "$root/usr/bin/python3.11" "$@"
   }
-  # shellcheck disable=SC2086
-  DMLOPS_TEST_EXAMPLES="$examples" DMLOPS_TEST_PATHS="$paths" \
-    arm -m pytest -q -p no:cacheprovider -p no:randomly -o addopts="" $tests
+  # processes side by side, each every n-th test (DMLOPS_TEST_SHARD, tests/conftest.py),
+  # each its own log; any failure fails the run
+  pids=()
+  for ((i = 0; i < processes; i++)); do
+    # shellcheck disable=SC2086
+    DMLOPS_TEST_EXAMPLES="$examples" DMLOPS_TEST_PATHS="$paths" \
+      DMLOPS_TEST_SHARD="$i/$processes" \
+      arm -m pytest -q -p no:cacheprovider -p no:randomly -o addopts="" $tests \
+      > "$dir/test-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  failed=0
+  for ((i = 0; i < processes; i++)); do
+    wait "${pids[$i]}" || failed=1
+    cat "$dir/test-$i.log"
+  done
+  exit "$failed"
 fi

@@ -13,7 +13,6 @@ import dmlops as dml
 from dmlops.backends import cpu
 from levels import examples, level_paths
 
-LEVELS = cpu.supported()
 
 ALL = [np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32,
        np.uint32, np.int64, np.uint64]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import dmlops as dml
 import oracles as O
-from levels import examples, level_paths
+from levels import examples, level_paths, levels_under_test
 
 cpu = importlib.import_module("dmlops.backends.cpu")
 # the module, not the ``padding`` function that the backend package exports by that name
@@ -206,7 +206,7 @@ def _past_8_mib(x, start, end, mode):
 
 
 # (the fast paths alone: the plain kernel has no path that depends on the output's size)
-@pytest.mark.parametrize("level_and_path", [(lv, "fast") for lv in cpu.supported()],
+@pytest.mark.parametrize("level_and_path", [(lv, "fast") for lv in levels_under_test()],
                          indirect=True, ids=lambda p: f"{p[0]}-{p[1]}")
 @pytest.mark.parametrize("mode", range(5))
 @pytest.mark.parametrize("dtype, step", [(np.float16, -1), (np.float64, -1), (np.float32, 1),
