@@ -6,14 +6,50 @@ other ONNX case as skipped), and the selection is counted, so an include pattern
 matching fails here instead of silently running nothing.
 """
 
+import os
+import pickle
 import re
+import tempfile
 import unittest
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 onnx_backend_test = pytest.importorskip("onnx.backend.test")
 
+import onnx  # noqa: E402
+from onnx.backend.test import loader  # noqa: E402
+
 import dmlops.onnx  # noqa: E402
+
+
+def _node_cases(build=loader.load_node_model_tests):
+    """ONNX's node cases, built once per ONNX (and NumPy) version: ONNX builds them at collection by
+    running its Python reference of every operator (14 s of a core for the pooling ones),
+    which every pytest worker did; the first worker builds and keeps them (a folder of the
+    user's own), the others wait for it and load them."""
+    try:
+        import fcntl
+    except ImportError:     # (Windows: each worker builds its own)
+        return build()
+    folder = Path(tempfile.gettempdir()) / f"dmlops-tests-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.stat().st_uid != os.getuid() or folder.stat().st_mode & 0o077:
+        return build()      # (not ours alone: not to be loaded from)
+    kept = folder / f"onnx-{onnx.__version__}-numpy-{np.__version__}-node-cases.pickle"
+    with open(folder / "onnx-node-cases.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if kept.exists():
+            return pickle.loads(kept.read_bytes())
+        cases = build()
+        part = kept.with_suffix(".part")
+        part.write_bytes(pickle.dumps(cases))
+        part.replace(kept)
+        return cases
+
+
+loader.load_node_model_tests = _node_cases
 
 # ONNX's cases for AveragePool, MaxPool, LpPool, MaxUnpool, GlobalAveragePool,
 # GlobalMaxPool and Pad. ``test_*_pad`` also names test_convtranspose_pad (ConvTranspose)
@@ -69,10 +105,9 @@ def test_selection_is_complete():
 
 def test_every_node_case_of_these_operators_is_selected():
     # every ONNX node case whose model uses only these operators, by op_type, not by name
-    from onnx.backend.test.loader import load_node_model_tests
     ops = {"AveragePool", "MaxPool", "LpPool", "MaxUnpool", "GlobalAveragePool",
            "GlobalMaxPool", "Pad"}
-    ours = {case.name + "_cpu" for case in load_node_model_tests() if case.model is not None
+    ours = {case.name + "_cpu" for case in _node_cases() if case.model is not None
             and {n.op_type for n in case.model.graph.node} <= ops}
     selected = {name for p in NODE_PATTERNS for name in SELECTED[p]}
     assert ours == selected, (ours ^ selected)
