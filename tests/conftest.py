@@ -31,18 +31,23 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def pytest_collection_modifyitems(config, items):
-    """``DMLOPS_TEST_SHARD=i/n``: only every n-th collected test from the i-th (0-based), so
-    that n processes side by side share a run (tests/aarch64.sh, whose emulated interpreter
-    has no pytest-xdist); taking every n-th, not a block, spreads the heavy ones."""
-    shard = os.environ.get("DMLOPS_TEST_SHARD")
-    if not shard:
-        return
-    i, n = (int(part) for part in shard.split("/"))
+def shard(items, spec):
+    """(kept, left out) of ``items`` for ``spec`` "i/n": every n-th from the i-th (0-based), so
+    that n processes side by side share a run; every n-th, not a block, spreads the heavy
+    ones (tests/test_sharding.py)."""
+    i, n = (int(part) for part in spec.split("/"))
     if not 0 <= i < n:
-        raise pytest.UsageError(f"DMLOPS_TEST_SHARD = {shard!r}: i/n with 0 <= i < n")
-    config.hook.pytest_deselected(items=[t for k, t in enumerate(items) if k % n != i])
-    items[:] = items[i::n]
+        raise pytest.UsageError(f"DMLOPS_TEST_SHARD = {spec!r}: i/n with 0 <= i < n")
+    return items[i::n], [t for k, t in enumerate(items) if k % n != i]
+
+
+def pytest_collection_modifyitems(config, items):
+    """``DMLOPS_TEST_SHARD=i/n``: one share of the collected tests (shard; tests/aarch64.sh,
+    whose emulated interpreter has no pytest-xdist)."""
+    spec = os.environ.get("DMLOPS_TEST_SHARD")
+    if spec:
+        items[:], left = shard(items, spec)
+        config.hook.pytest_deselected(items=left)
 
 
 # Shared by tests/test_cluster.py, test_object_stores.py and test_pyramid.py, started once per

@@ -8,8 +8,8 @@ from dmlops.backends import cpu
 
 def levels_under_test() -> list[str]:
     """Every level this machine runs, or those of them ``DMLOPS_TEST_LEVELS`` names (a comma
-    list: tests/sanitize.sh, whose package holds one sanitized level beside the plain
-    baseline module that tells the CPU's features)."""
+    list: tests/sanitize.sh, whose package holds one sanitized level and, where that is not
+    the baseline, a baseline module that only tells the CPU's features)."""
     levels = list(cpu.supported())
     named = os.environ.get("DMLOPS_TEST_LEVELS")
     return [lv for lv in levels if lv in named.split(",")] if named else levels

@@ -18,6 +18,8 @@ pkg="$build/pkg"
 # One level, the highest this machine runs: the widest vectors, so the most tails, masks and
 # reads near a row's end (the lowest level's forms run under pytest at -O3 and emulated on
 # aarch64; a second sanitized level cost CI 90 s of its two cores' compile).
+# (dmlops.backends.cpu._levels.NEEDS, in /proc/cpuinfo's names: bmi1 for bmi, abm for lzcnt;
+# read here because the package may not be installed yet)
 level=baseline
 if [ "$(uname -m)" = x86_64 ]; then
   flags=" $(grep -m 1 '^flags' /proc/cpuinfo) "
