@@ -5,7 +5,6 @@
 #pragma once
 #include "avg_pool/avg_pool.h"
 #include "avg_pool/avg_pool_registers.h"
-#include "common/prefetch.h"
 #include "common/rows.h"
 #include "common/threads.h"
 
@@ -102,18 +101,6 @@ struct SumTile {
   }
 };
 
-// Asks for the input that the output row kPrefetchRowsAhead rows on reads anew: past the
-// last window row of each run of them `run` elements apart (along the next dimension up),
-// that row moved on by kPrefetchRowsAhead steps of `step` elements, one step's worth.
-template <class T>
-DMLOPS_PREFETCHES void prefetch_rows_ahead(const T* x, const int64_t* xoffs, int64_t rows,
-                                           int64_t run, int64_t step) {
-  for (int64_t m = 0; m < rows; ++m)
-    if (m + 1 == rows || xoffs[m + 1] - xoffs[m] != run)
-      prefetch_span(x + xoffs[m], kPrefetchRowsAhead * step * int64_t(sizeof(T)),
-                    step * int64_t(sizeof(T)));
-}
-
 // (*finish)(row coordinates, offset of the output row, t0, n, sums, counts) for each tile
 // [t0, t0 + n) of every output row.
 template <class T, class A>
@@ -127,13 +114,7 @@ void sum_pool_rows(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
   const int64_t no_pitch[kMaxRank] = {};
   const bool registers = SumLanes<T, A>::kFits && c.x.strides[last] == 1 &&
                          (last_dim.stride == 1 || last_dim.stride == 2);
-  // each output row's window moves on by `step` elements along the next dimension up; its
-  // rows are asked for ahead where the last dimension's window is wider than 1 (where it is
-  // 1, channels-last data recast, asking slowed it: its rows are pixels, each read by
-  // several output rows, which the hardware already fetches in time)
-  const int64_t step = k >= 2 ? c.w.stride[k - 2] * c.x.strides[last - 1] : 0;
-  const int64_t run_step = k >= 2 ? c.w.dilation[k - 2] * c.x.strides[last - 1] : 0;
-  const bool ahead = last_dim.window > 1 && step > 0;
+  const RowsAhead ahead(c.x, c.w);
   double volume = 1;
   for (int i = 0; i < k; ++i) volume *= double(c.w.size[i]);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
@@ -165,7 +146,7 @@ void sum_pool_rows(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
       const int64_t rows =
           geo.leading_offsets(no_pitch, t, kept_rows, xoffs, nullptr, kMostRegisterOffsets);
       if (registers && rows <= kMostRegisterOffsets) {
-        if (ahead) prefetch_rows_ahead(c.x.template at<T>(0), xoffs, rows, run_step, step);
+        ahead.ask(c.x.template at<T>(0), xoffs, rows);
         for (int64_t m = 0; m < rows; ++m) xrows[m] = c.x.template at<T>(xoffs[m]);
         int64_t va = geo.interior().lo > t.t0 ? geo.interior().lo : t.t0;
         int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;

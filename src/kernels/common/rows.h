@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "common/config.h"
+#include "common/prefetch.h"
 #include "common/tensor.h"
 #include "common/window.h"
 
@@ -277,6 +279,33 @@ class RowGeometry {
   OutputPosition* lead_pos_[kMaxSpatial] = {};
   OutputPosition* last_pos_;
   Span* last_spans_;                      // per offset of the last dimension: its real outputs
+};
+
+// Each output row's window moves on by `step_` elements along the next dimension up: ask()
+// asks for the input that the output row kPrefetchRowsAhead rows on reads anew, past the last
+// window row of each run of them `run_` elements apart, one step's worth. Channels-last data
+// recast included (its rows are pixels, a few cache lines each): without it, its loads wait
+// on memory (2.5 times the time in the cache).
+class RowsAhead {
+ public:
+  RowsAhead(const Tensor& x, const Window& w) {
+    const int k = x.rank - 2, last = x.rank - 1;
+    if (k < 2) return;
+    step_ = w.stride[k - 2] * x.strides[last - 1];
+    run_ = w.dilation[k - 2] * x.strides[last - 1];
+  }
+
+  template <class T>
+  DMLOPS_PREFETCHES void ask(const T* x, const int64_t* xoffs, int64_t rows) const {
+    if (step_ <= 0) return;
+    for (int64_t m = 0; m < rows; ++m)
+      if (m + 1 == rows || xoffs[m + 1] - xoffs[m] != run_)
+        prefetch_span(x + xoffs[m], kPrefetchRowsAhead * step_ * int64_t(sizeof(T)),
+                      step_ * int64_t(sizeof(T)));
+  }
+
+ private:
+  int64_t step_ = 0, run_ = 0;
 };
 
 }  // namespace dmlops

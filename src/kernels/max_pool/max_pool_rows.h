@@ -216,6 +216,7 @@ void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
   double volume = 1;
   for (int i = 0; i < rank - 2; ++i) volume *= double(c.w.size[i]);
   const bool narrow = narrow_indices(c);
+  const RowsAhead ahead(c.x, c.w);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
     auto* s = new MaxTile<T, kIndices>;
     int64_t xoffs[kMostRegisterOffsets], foffs[kMostRegisterOffsets];
@@ -226,6 +227,8 @@ void max_pool_rows(const MaxPoolCall& c, RowPaths paths) {
       // the window rows of this output row, for the register path
       const int64_t rows =
           geo.leading_offsets(c.pitch, task, kept, xoffs, foffs, kMostRegisterOffsets);
+      ahead.ask(c.x.template at<typename MaxKey<T>::Raw>(0), xoffs,
+                rows < kMostRegisterOffsets ? rows : kMostRegisterOffsets);
       if (paths == RowPaths::registers_and_tiles && register_row(rows) &&
           max_pool_tile_registers<T, kIndices>(c, geo, RegisterRow{xoffs, foffs, rows, narrow},
                                                task))
