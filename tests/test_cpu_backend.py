@@ -180,6 +180,50 @@ def test_same_bits_with_one_and_two_threads(op):
     assert _same(results[0], results[1]) and _same(results[0], results[2])
 
 
+def test_shares_taken_by_whichever_thread_claims_them():
+    """A call's shares go to whichever thread claims them first, the caller going on past its
+    own (common/threads.cpp): calls back to back (the pool's threads awake), calls after they
+    fell asleep (a late thread finds its share taken), at 1 to 4 threads, and calls from
+    several Python threads at once, each give one thread's bits."""
+    import threading
+    import time
+    rng = np.random.default_rng(21)
+    # 2, 6 and 12 shares' worth of work at most (kMinWorkPerThread)
+    xs = [rng.standard_normal((1, c, 64, 64)).astype(np.float32) for c in (16, 48, 96)]
+
+    def call(x):
+        return dml.max_pooling(x, 3, strides=2, start_padding=1, end_padding=1,
+                               output_indices=True, backend="cpu")
+
+    dml.set_num_threads(1)
+    try:
+        want = [call(x) for x in xs]
+        for i in range(240):
+            dml.set_num_threads(1 + i % 4)
+            if i % 40 == 39:
+                time.sleep(0.003)
+            got = call(xs[i % 3])
+            assert _same(got[0], want[i % 3][0]) and _same(got[1], want[i % 3][1]), i
+        dml.set_num_threads(2)
+        errors = []
+
+        def work(seed):
+            order = np.random.default_rng(seed).integers(0, 3, 60)
+            for k in order:
+                got = call(xs[k])
+                if not (_same(got[0], want[k][0]) and _same(got[1], want[k][1])):
+                    errors.append((seed, k))
+
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+    finally:
+        dml.set_num_threads(None)
+
+
 def test_default_threads_are_the_usable_cpus(monkeypatch):
     """Without set_num_threads or DMLOPS_NUM_THREADS, the count is the CPUs the process may
     use, looked up again once threads.CPUS_FRESH_SECONDS have passed (not at every call)."""

@@ -9,10 +9,12 @@ namespace dmlops {
 constexpr int kMaxRank = 9;
 constexpr int kMaxSpatial = kMaxRank - 2;
 
-// The fewest element-operations worth a thread of its own. Handing a share to a pool thread
-// and waiting for it costs tens of microseconds on a small VM (a sleeping core is woken);
-// 2^16 element-operations are about that much of one thread's work.
+// The fewest element-operations worth a thread of its own: 2^16 are some 10 microseconds of
+// one thread's work, about what handing a share to an awake pool thread and taking its result
+// back costs (threads.cpp; a sleeping one costs more, but the caller then takes its share).
 constexpr int64_t kMinWorkPerThread = int64_t(1) << 16;
+// The most shares a call is split into (threads beyond it share the work no finer).
+constexpr int kMostShares = 256;
 
 }  // namespace dmlops
 

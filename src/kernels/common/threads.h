@@ -1,7 +1,8 @@
 // Work shared out among threads: `parallel_for(n, work, threads, fn)` runs fn(lo, hi) over
-// contiguous shares of [0, n), the calling thread taking the first. Every item is written by
-// one share only, so results never depend on the thread count. The pool is the module's own
-// (no OpenMP); a call made while another holds it runs on the calling thread alone.
+// contiguous shares of [0, n), each taken by whichever thread claims it first (the calling
+// thread and the pool's; threads.cpp). Every item is written by one share only, so results
+// never depend on the thread count or on which thread ran a share. The pool is the module's
+// own (no OpenMP); a call made while another holds it runs on the calling thread alone.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -24,7 +25,8 @@ class RangeFn {
   void (*call_)(void*, int64_t, int64_t);
 };
 
-// Runs `shares` calls fn(share) at once, share 0 on the calling thread.
+// Runs fn(ctx, share) for each of `shares` shares, at once on the calling thread and the
+// pool's (which thread takes which share is not fixed: a share's results must not depend on it).
 void run_shares(int shares, void (*fn)(void*, int), void* ctx);
 
 // The number of CPUs this process may run on.
@@ -37,7 +39,7 @@ void parallel_for(int64_t n, double work, int threads, F&& fn) {
   if (n <= 0) return;
   double per = double(kMinWorkPerThread);
   int64_t most = int64_t(work / per);
-  int shares = threads < 1 ? 1 : threads;
+  int shares = threads < 1 ? 1 : threads < kMostShares ? threads : kMostShares;
   if (most < shares) shares = most < 1 ? 1 : int(most);
   if (shares > n) shares = int(n);
   if (shares <= 1) {
