@@ -946,22 +946,42 @@ def test_separable_quantized_sums_bitwise(case, dtype, out_dtype, seed, per_chan
                  dml.quantized_linear_average_pooling(*args, backend="reference", **kw))
 
 
+@pytest.mark.parametrize("pads", [(1, 1), (0, 2), (0, 0)])
+def test_ordered_separable_meets_a_lone_nan(pads):
+    """One NaN alone in a plane, at each place in turn, on the separable path's 3-wide
+    stride-2 loop (`ordered_pairs3`): the NaN at the element a block's last vector moves on
+    to (no other vector reads it) included, where a second NaN would have sent the block
+    back to SPEC 3.4's order anyway."""
+    rng = np.random.default_rng(8)
+    h, w, c = 9, 38, 41
+    base = rng.standard_normal((1, c, h, w)).astype(np.float32)
+    kw = dict(strides=2, start_padding=pads[0], end_padding=pads[1])
+    for call in range(-(-h * w // c)):
+        x = base.copy()
+        for ch in range(c):
+            place = (call * c + ch) % (h * w)
+            x[0, ch, place // w, place % w] = np.nan
+        assert _same(dml.max_pooling(x, 3, backend="cpu", **kw),
+                     dml.max_pooling(x, 3, backend="reference", **kw)), call
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("stride, pads", [(2, (1, 1)), (1, (1, 1)), (2, (0, 2))])
-@pytest.mark.parametrize("channels_last", [False, True])
-def test_ordered_max_pooling_meets_each_nan(dtype, stride, pads, channels_last):
+@pytest.mark.parametrize("channels_last, width", [(False, 37), (False, 38), (True, 9)])
+def test_ordered_max_pooling_meets_each_nan(dtype, stride, pads, channels_last, width):
     """Floats take one vmaxps per offset, exact where no NaN is met, and a block (separable
     path) or a register of outputs (register path, channels-last data) that met one is done
     again in SPEC 3.4's order (max_pool/README.md, "Ordered floats"): a NaN at every place
     of a plane (row edges, the element a stride-2 vector moves on to, the last of a row), a
     second NaN of other bits after it (the first wins) and signed zeros tied around it,
     against the reference bit for bit; the rest of the input, without a NaN, in the same
-    call."""
+    call. An even width takes the separable path at stride 2 too (its rows a whole number of
+    strides apart), the 3-wide window there its own loop (`ordered_pairs3`)."""
     bits = np.uint32 if dtype == np.float32 else np.uint64
     first = np.array(0x7FC00001 if dtype == np.float32 else 0x7FF8000000000001, bits)
     later = np.array(0xFFC00002 if dtype == np.float32 else 0xFFF8000000000002, bits)
     rng = np.random.default_rng(5)
-    h, w, c = (9, 37, 23) if not channels_last else (7, 9, 37)
+    h, w, c = (9, width, 23) if not channels_last else (7, width, 37)
     base = rng.integers(-3, 3, (1, c, h, w)).astype(dtype)
     base[base == 0] = -0.0
     if channels_last:

@@ -173,6 +173,41 @@ __attribute__((always_inline)) inline void flat_vector_maxima(
   if constexpr (kIndices) store_vec(b.winners + g, which);
 }
 
+// The first pass's flat vectors of the ordered 3-wide window at stride 2 (3x3 stride-2
+// pooling, ImageNet's): offsets 0 and 1 the even and odd lanes of two loads, offset 2 moved
+// on from offset 0, each taken by one vmaxps, and the NaN checks of the two loads and the
+// moved-on element kept in registers for the block (the generic form's, a struct's, went
+// through memory at every vector). The block's last vector, whose next element may lie past
+// it, takes the generic form (each).
+template <class T, int L, class Each>
+bool ordered_pairs3(const RowMaxima<T>& b, int64_t len, const Dim& last_dim, Prefetch& early,
+                    NansMet<typename MaxLanes<T, L>::M>* nans, Each&& each) {
+  using Lanes = MaxLanes<T, L>;
+  using Raw = typename Lanes::Raw;
+  using V = typename Lanes::V;
+  typename Lanes::M lanes{};
+  bool scalar = false;
+  const Raw* x = b.x;
+  Raw* results = b.results;
+  const bool flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
+    early.next();
+    if (at + 2 * L >= len) return each(g, at);
+    const V a = load_vec<V>(x + at), c = load_vec<V>(x + at + L);
+    const V even = even_lanes(a, c, std::make_index_sequence<L>{});
+    const V odd = odd_lanes(a, c, std::make_index_sequence<L>{});
+    const Raw next = x[at + 2 * L];
+    lanes |= (a != a) | (c != c);
+    scalar |= next != next;
+    V best = odd > even ? odd : even;
+    const V moved = moved_on(even, next);
+    best = moved > best ? moved : best;
+    store_vec(results + g, best);
+  });
+  nans->lanes |= lanes;
+  nans->scalar |= scalar;
+  return flat;
+}
+
 // First pass: the block read as one flat row (common/separable.h), whole vectors where the
 // flat window lies in the block (flat_vector_maxima), then the columns whose window leaves
 // its row from their real offsets. kIndices: the winners' offsets too, j * ix.offset into
@@ -190,10 +225,20 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
   const int64_t w = last_dim.window, d = last_dim.dilation;
   const int64_t len = flat_length(b, last_dim);
   NansMet<typename Lanes::M> nans;  // (kOrdered)
-  const bool flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
-    early.next();
+  auto each = [&](int64_t g, int64_t at) {
     flat_vector_maxima<T, L, kStep, kIndices, kOrdered>(b, w, d, len, ix.offset, g, at, &nans);
-  });
+  };
+  bool flat = false, done = false;
+  if constexpr (kOrdered && kStep == 2 && kMovesOn<Raw>) {
+    done = w == 3 && d == 1;
+    if (done) flat = ordered_pairs3<T, L>(b, len, last_dim, early, &nans, each);
+  }
+  if (!done) {
+    flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
+      early.next();
+      flat_vector_maxima<T, L, kStep, kIndices, kOrdered>(b, w, d, len, ix.offset, g, at, &nans);
+    });
+  }
   auto column = [&](const Raw* row, const int64_t* at, int64_t count, int64_t i) {
     if constexpr (kOrdered) {
       // (branch-free: the keys' comparisons branch on the values' signs, which random data
