@@ -234,6 +234,8 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
     if (done) flat = ordered_pairs3<T, L>(b, len, last_dim, early, &nans, each);
   }
   if (!done) {
+    // (flat_vector_maxima called here itself, not through `each`: through it, int32's instance
+    // measured 1.03-1.14 times slower, GCC inlining it differently)
     flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
       early.next();
       flat_vector_maxima<T, L, kStep, kIndices, kOrdered>(b, w, d, len, ix.offset, g, at, &nans);
