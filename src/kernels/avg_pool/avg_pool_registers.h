@@ -6,6 +6,7 @@
 // Precondition (as max_pool_registers.h): the input's last dimension packed, the window's
 // stride along it 1 or 2, at most kMostRegisterOffsets window rows; interior outputs only.
 #pragma once
+#include <cstring>
 #include <type_traits>
 
 #include "avg_pool/avg_pool.h"
@@ -84,7 +85,39 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
   }
 };
 
-// The sums of outputs [va, vb) (at least L of them) of one row into sums[o - first], its
+// Where the sums of a register of outputs go: into scratch (sums[o - first]) for a finish,
+// or, for averages into a packed output row, divided there by the row's one interior
+// divisor and stored as results (y[o - first]): the finish's arithmetic (average16), so its
+// bits, without the sums' round trip through scratch (README "Averages in registers").
+template <class T, class A> struct SumsTo {
+  A* sums;
+  T* y = nullptr;       // nullptr: to sums
+  A divisor = A(0);     // > 0 where y is set
+
+  template <int L> void put(int64_t i, Vec<A, L> sum) const {
+    if constexpr (!std::is_floating_point_v<A>) {
+      store_vec(sums + i, sum);  // (quantized sums: requantized by their finish)
+    } else {
+      if (y == nullptr) return store_vec(sums + i, sum);
+      put_averages<L>(i, sum / divisor);
+    }
+  }
+
+ private:
+  template <int L> void put_averages(int64_t i, Vec<A, L> r) const {
+    if constexpr (std::is_same_v<T, Half>) {
+      float f[16] = {};
+      uint16_t h[16];
+      store_vec(f, r);
+      floats_to_halves16(f, h);
+      std::memcpy(static_cast<void*>(y + i), h, sizeof(uint16_t) * L);
+    } else {
+      store_vec(y + i, r != r ? Vec<A, L>{} + canonical(A(NAN)) : r);
+    }
+  }
+};
+
+// The sums of outputs [va, vb) (at least L of them) of one row to `to` at o - first, its
 // window rows' elements at coordinate 0 at xrows[0 .. rows). The last vector ends at vb,
 // overlapping the one before where vb - va is no multiple of L (those outputs are summed
 // twice, to the same bits).
@@ -92,7 +125,7 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
 // from last_dim), see sum_pool_registers_step.
 template <class T, class A, int kLanes, int kStep, int kW>
 void sum_pool_registers_by(const Dim& last_dim, const T* const* xrows, int64_t rows, int64_t va,
-                           int64_t vb, A* sums, int64_t first) {
+                           int64_t vb, const SumsTo<T, A>& to, int64_t first) {
   using Lanes = SumLanes<T, A, kLanes>;
   using Raw = typename Lanes::Raw;
   using VA = typename Lanes::VA;
@@ -141,15 +174,15 @@ void sum_pool_registers_by(const Dim& last_dim, const T* const* xrows, int64_t r
       add_row(sum0, x[m], c0);
       add_row(sum1, x[m], c1);
     }
-    store_vec(sums + (o - first), sum0);
-    store_vec(sums + (o - first) + L, sum1);
+    to.template put<L>(o - first, sum0);
+    to.template put<L>(o - first + L, sum1);
   }
   if (o < vb && o + L > vb) o = vb - L;
   for (; o < vb; o = o + L < vb - L ? o + L : (o + L < vb ? vb - L : vb)) {
     const int64_t c0 = o * s - last_dim.start;
     VA sum{};
     for (int64_t m = 0; m < rows; ++m) add_row(sum, x[m], c0);
-    store_vec(sums + (o - first), sum);
+    to.template put<L>(o - first, sum);
   }
 }
 
@@ -160,16 +193,16 @@ void sum_pool_registers_by(const Dim& last_dim, const T* const* xrows, int64_t r
 // widths").
 template <class T, class A, int L, int kStep>
 void sum_pool_registers_step(const Dim& last_dim, const T* const* xrows, int64_t rows, int64_t va,
-                             int64_t vb, A* sums, int64_t first) {
+                             int64_t vb, const SumsTo<T, A>& to, int64_t first) {
   if constexpr (L == SumLanes<T, A>::L) {
     if (last_dim.window == 3 && last_dim.dilation == 1)
-      return sum_pool_registers_by<T, A, L, kStep, 3>(last_dim, xrows, rows, va, vb, sums, first);
+      return sum_pool_registers_by<T, A, L, kStep, 3>(last_dim, xrows, rows, va, vb, to, first);
     if (kStep == 2 && last_dim.window == 2 && last_dim.dilation == 1)
-      return sum_pool_registers_by<T, A, L, kStep, 2>(last_dim, xrows, rows, va, vb, sums, first);
+      return sum_pool_registers_by<T, A, L, kStep, 2>(last_dim, xrows, rows, va, vb, to, first);
     if (kStep == 1 && last_dim.window == 1)
-      return sum_pool_registers_by<T, A, L, kStep, 1>(last_dim, xrows, rows, va, vb, sums, first);
+      return sum_pool_registers_by<T, A, L, kStep, 1>(last_dim, xrows, rows, va, vb, to, first);
   }
-  sum_pool_registers_by<T, A, L, kStep, 0>(last_dim, xrows, rows, va, vb, sums, first);
+  sum_pool_registers_by<T, A, L, kStep, 0>(last_dim, xrows, rows, va, vb, to, first);
 }
 
 // The interior outputs [va, vb) of one row by the widest registers that at least one
@@ -178,16 +211,16 @@ void sum_pool_registers_step(const Dim& last_dim, const T* const* xrows, int64_t
 // AVX-512's 16 lanes; README "Narrow registers"); false where there are too few for any.
 template <class T, class A, int L = SumLanes<T, A>::L>
 bool sum_pool_registers(const Dim& last_dim, const T* const* xrows, int64_t rows, int64_t va,
-                        int64_t vb, A* sums, int64_t first) {
+                        int64_t vb, const SumsTo<T, A>& to, int64_t first) {
   if (vb - va >= L) {
     if (last_dim.stride == 1)
-      sum_pool_registers_step<T, A, L, 1>(last_dim, xrows, rows, va, vb, sums, first);
+      sum_pool_registers_step<T, A, L, 1>(last_dim, xrows, rows, va, vb, to, first);
     else
-      sum_pool_registers_step<T, A, L, 2>(last_dim, xrows, rows, va, vb, sums, first);
+      sum_pool_registers_step<T, A, L, 2>(last_dim, xrows, rows, va, vb, to, first);
     return true;
   }
   if constexpr (SumLanes<T, A, L / 2>::kNarrowFits)
-    return sum_pool_registers<T, A, L / 2>(last_dim, xrows, rows, va, vb, sums, first);
+    return sum_pool_registers<T, A, L / 2>(last_dim, xrows, rows, va, vb, to, first);
   return false;
 }
 

@@ -115,6 +115,10 @@ void sum_pool_rows(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
   const bool registers = SumLanes<T, A>::kFits && c.x.strides[last] == 1 &&
                          (last_dim.stride == 1 || last_dim.stride == 2);
   const RowsAhead ahead(c.x, c.w);
+  // an average's output type is its input's (SPEC 3.1): where the output's rows are packed,
+  // the registers path may store the averages itself
+  const bool averages_here =
+      std::is_floating_point_v<A> && c.q.count == 0 && c.y.strides[last] == 1;
   double volume = 1;
   for (int i = 0; i < k; ++i) volume *= double(c.w.size[i]);
   parallel_for(items, double(c.y.count()) * volume, c.threads, [&](int64_t lo, int64_t hi) {
@@ -150,12 +154,29 @@ void sum_pool_rows(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
         for (int64_t m = 0; m < rows; ++m) xrows[m] = c.x.template at<T>(xoffs[m]);
         int64_t va = geo.interior().lo > t.t0 ? geo.interior().lo : t.t0;
         int64_t vb = geo.interior().hi < t.t1 ? geo.interior().hi : t.t1;
+        SumsTo<T, A> to{s->acc};
+        // averages into a packed row go straight to it (README "Averages in registers")
+        if (averages_here && va < vb && counts.divisor[va - t.t0] > 0) {
+          to.y = c.y.template at<T>(yoff + t.t0);
+          to.divisor = A(counts.divisor[va - t.t0]);
+        }
         bool done = false;
         if constexpr (SumLanes<T, A>::kFits)
-          done = va < vb && sum_pool_registers<T, A>(last_dim, xrows, rows, va, vb, s->acc, t.t0);
+          done = va < vb && sum_pool_registers<T, A>(last_dim, xrows, rows, va, vb, to, t.t0);
         if (!done) va = vb = t.t0;
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, t.t0, va, s->acc, t.t0);
         sum_pool_row_outputs<T, A>(c, geo, xoffs, rows, vb, t.t1, s->acc, t.t0);
+        if constexpr (std::is_floating_point_v<A>) {
+          if (done && to.y != nullptr) {
+            auto border = [&](int64_t a, int64_t b) {
+              for (int64_t i = a - t.t0; i < b - t.t0; ++i)
+                to.y[i] = average_of<T, A>(s->acc[i], counts.divisor[i]);
+            };
+            border(t.t0, va);
+            border(vb, t.t1);
+            continue;
+          }
+        }
         (*finish)(t.o, yoff, t.t0, n, s->acc, counts);
         continue;
       }
