@@ -224,6 +224,33 @@ def test_shares_taken_by_whichever_thread_claims_them():
         dml.set_num_threads(None)
 
 
+def test_a_failed_share_fails_its_call_alone():
+    """A share that throws (bad_alloc for its scratch) fails its call with MemoryError once
+    every share is over, whichever thread ran it (the caller's own share 0, or one a pool
+    thread took), instead of ending the process or leaving shares running on a call that
+    has returned; the next calls run whole (common/threads.cpp)."""
+    k = cpu.kernels()
+    n = 1000
+    work = float(1 << 22)          # 128 shares' worth (kMinWorkPerThread 2^15): threads decide
+    for threads in (1, 2, 4):
+        whole = np.full(n, -1, np.int64)
+        k.check_pool(whole, work, threads, -1)
+        starts = np.unique(whole)
+        assert len(starts) == threads and starts[0] == 0 and (whole >= 0).all()
+        for rep in range(40):
+            failing = int(starts[rep % threads]) + rep % 3
+            out = np.full(n, -1, np.int64)
+            with pytest.raises(MemoryError):
+                k.check_pool(out, work, threads, failing)
+            share = whole == whole[failing]
+            assert (out[share] == -1).all() and np.array_equal(out[~share], whole[~share])
+            again = np.full(n, -1, np.int64)
+            k.check_pool(again, work, threads, -1)
+            assert np.array_equal(again, whole)
+    with pytest.raises(ValueError, match="packed 1-D int64"):
+        k.check_pool(np.zeros(4, np.int32), work, 2, -1)
+
+
 def test_default_threads_are_the_usable_cpus(monkeypatch):
     """Without set_num_threads or DMLOPS_NUM_THREADS, the count is the CPUs the process may
     use, looked up again once threads.CPUS_FRESH_SECONDS have passed (not at every call)."""

@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -272,6 +273,24 @@ void padding_grad(nb::handle dy, nb::handle dx, const Ints& start, int mode, int
 
 }  // namespace
 
+// The thread pool alone, for its tests (tests/test_cpu_backend.py): items [0, n) of `out`
+// (packed int64) shared out as a kernel's would be, `work` their total work, each share
+// writing its first item into its items; the share that
+// holds item `failing` throws std::bad_alloc instead (MemoryError; -1: none), as a share
+// whose scratch cannot be had does.
+void check_pool(nb::handle out, double work, int threads, int64_t failing) {
+  Held h;
+  const Tensor t = h.take(out, true);
+  if (t.dtype != DType::i64 || t.rank != 1 || (t.sizes[0] > 1 && t.strides[0] != 1))
+    throw std::invalid_argument("dmlops kernels: check_pool takes a packed 1-D int64 array");
+  int64_t* items = reinterpret_cast<int64_t*>(t.data);
+  nb::gil_scoped_release release;
+  dmlops::parallel_for(t.sizes[0], work, threads, [&](int64_t lo, int64_t hi) {
+    if (lo <= failing && failing < hi) throw std::bad_alloc();
+    for (int64_t i = lo; i < hi; ++i) items[i] = lo;
+  });
+}
+
 NB_MODULE(DMLOPS_MODULE, m) {
   m.doc() = "dmlops's cpu kernels, built for one CPU level (see dmlops.backends.cpu)";
   m.attr("LEVEL") = DMLOPS_STR(DMLOPS_LEVEL);
@@ -301,4 +320,6 @@ NB_MODULE(DMLOPS_MODULE, m) {
   m.def("roi_pool", &roi_pool);
   m.def("padding", &padding);
   m.def("padding_grad", &padding_grad);
+  m.def("check_pool", &check_pool, nb::arg("out"), nb::arg("work"), nb::arg("threads"),
+        nb::arg("failing"));
 }

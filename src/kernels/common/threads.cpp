@@ -6,8 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace dmlops {
@@ -85,6 +87,9 @@ class Pool {
     wait_awake([this] { return pending_.load(std::memory_order_acquire) == 0; });
     std::unique_lock<std::mutex> g(m_);
     done_.wait(g, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    // only now, every share over (ctx lives in the caller's frame), a failed share's
+    // exception goes on to the caller
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return true;
   }
 
@@ -100,7 +105,15 @@ class Pool {
     for (int k = 0; k < shares; ++k) {
       const int s = k == 0 ? own : (k == own ? 0 : k);
       if (s >= shares || !claim(s)) continue;
-      fn(ctx, s);
+      // (a share's exception, bad_alloc for its scratch, is kept for the caller: leaving a
+      // pool thread it would end the process, and the caller may not leave while other
+      // shares still use its ctx)
+      try {
+        fn(ctx, s);
+      } catch (...) {
+        std::lock_guard<std::mutex> l(m_);
+        if (!error_) error_ = std::current_exception();
+      }
       if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 && own != 0) {
         std::lock_guard<std::mutex> l(m_);
         done_.notify_one();
@@ -133,6 +146,7 @@ class Pool {
   void (*fn_)(void*, int) = nullptr;
   void* ctx_ = nullptr;
   int shares_ = 0;
+  std::exception_ptr error_;               // the call's first failed share's (under m_)
   // (atomic: read awake, without the lock)
   std::atomic<int> pending_{0};            // shares not yet done
   std::atomic<uint64_t> generation_{0};    // calls so far

@@ -27,6 +27,7 @@ class RangeFn {
 
 // Runs fn(ctx, share) for each of `shares` shares, at once on the calling thread and the
 // pool's (which thread takes which share is not fixed: a share's results must not depend on it).
+// A share's exception is thrown here, on the caller, once every share is over.
 void run_shares(int shares, void (*fn)(void*, int), void* ctx);
 
 // The number of CPUs this process may run on.
