@@ -64,6 +64,16 @@ namespace dmlops {
 // each of them once per window row.
 constexpr int64_t kSeparableScratch = 24 * 1024;
 
+// Channels-last max pooling's two passes (max_pool_pixels.h): a task's items are blocks of
+// this many output rows of a plane (the window rows they share are made once per block: at
+// 3x3 stride 2, one input row's maxima of the 33 a block needs are made again by the next
+// block), and its ring of rows' maxima may take at most this many bytes (larger: the
+// register path).
+constexpr int64_t kPixelBlockRows = 16;
+constexpr int64_t kPixelScratchMost = 4 << 20;
+// How many input rows on its first pass asks for the input of.
+constexpr int64_t kPixelRowsAhead = 2;
+
 }  // namespace dmlops
 
 namespace dmlops {

@@ -5,11 +5,12 @@
 
 namespace dmlops {
 
-// The tiers, fastest first (README.md, a heading each): separable, then registers for the
-// outputs of each row that can take them, rows (scratch tiles) for the rest; plain when asked.
+// The tiers, fastest first (README.md, a heading each): separable (or, for channels-last
+// data, pixels), then registers for the outputs of each row that can take them, rows
+// (scratch tiles) for the rest; plain when asked.
 void max_pool(const MaxPoolCall& c) {
   if (c.plain) return max_pool_plain_any(c);
-  if (max_pool_separable_any(c)) return;
+  if (max_pool_separable_any(c) || max_pool_pixels_any(c)) return;
   max_pool_rows_any(c, registers_fit_call(c) ? RowPaths::registers_and_tiles
                                              : RowPaths::tiles_only);
 }

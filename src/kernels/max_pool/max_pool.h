@@ -25,6 +25,8 @@ void max_pool(const MaxPoolCall& call);
 void max_pool_plain_any(const MaxPoolCall& call);    // max_pool.cpp: the plain kernel
 bool max_pool_separable_any(const MaxPoolCall& call);  // max_pool_separable.cpp: runs it and
                                                        // says so where its precondition holds
+bool max_pool_pixels_any(const MaxPoolCall& call);  // max_pool_pixels.cpp: channels-last data's
+                                                    // two passes, as max_pool_separable_any
 // max_pool_rows.cpp, the row walk: the register path for the outputs of each row it can
 // take (max_pool_registers.h) where the call allows it, the scratch tiles for the rest
 enum class RowPaths { registers_and_tiles, tiles_only };

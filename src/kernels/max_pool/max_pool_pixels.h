@@ -1,0 +1,186 @@
+// Channels-last max pooling in two passes (README "Pixels"): the data recast with the channels
+// innermost, (N, 1, H, W, C) with a unit window over C (dmlops.backends.cpu). First each input
+// row's maxima along W, a pixel's C channels a register at a time, into a ring of rows in
+// scratch; then each output row the best of its window rows' maxima, its OW * C values taken
+// flat. The register path instead read a pixel's 3 x 3 window from three input rows 28 KB
+// apart for every output pixel (each input line 2.25 times from L2 at 3x3 stride 2), and
+// walked the rows machinery once per pixel.
+// Values only; the comparison is SPEC 3.4's (keys.h), float32 by `v > best ? v : best` with
+// the NaNs met noted, as the separable path's ordered floats: a block of output rows that met
+// one is done again with the keys' comparison.
+// Precondition (pixel_path): values only; x of rank 5 whose last dimension (the channels) is
+// packed and at least a register's worth; the window's last dimension a unit at stride 1
+// without padding; y's rows of pixels packed (OW * C values).
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+
+#include "common/keys.h"
+#include "common/prefetch.h"
+#include "common/simd.h"
+#include "common/threads.h"
+#include "common/window.h"
+#include "max_pool/max_pool.h"
+#include "max_pool/max_pool_registers.h"
+
+namespace dmlops {
+
+template <class T> inline bool pixel_path(const MaxPoolCall& c) {
+  using Raw = typename MaxKey<T>::Raw;
+  const Window& w = c.w;
+  if (c.indices.data != nullptr || c.y.data == nullptr || c.x.rank != 5 || w.k != 3) return false;
+  if (w.size[2] != 1 || w.stride[2] != 1 || w.start[2] != 0 || w.size[0] > kMostRegisterOffsets)
+    return false;
+  const int64_t ch = c.x.sizes[4], ow = c.y.sizes[3];
+  if (ch < lanes_for<Raw>() || ch != c.y.sizes[4] || c.x.strides[4] != 1 ||
+      c.y.strides[4] != 1 || c.y.strides[3] != ch || ow <= 0 || c.y.sizes[2] <= 0)
+    return false;
+  // the ring's rows (scratch) within kPixelScratchMost
+  const double reach = double((w.size[0] - 1) * w.dilation[0] + 1);
+  return reach * double(ow * ch) * double(sizeof(Raw)) <= double(kPixelScratchMost);
+}
+
+// The two passes over a task's items (a plane's block of output rows each), kOrdered: float
+// values by one vmaxps per offset, the NaNs met noted (run() then says so, and the block
+// must be done again without it).
+template <class T, bool kOrdered> class PixelPasses {
+ public:
+  using Raw = typename MaxKey<T>::Raw;
+  static constexpr int L = lanes_for<Raw>();
+  using Lanes = MaxLanes<T, L>;
+  using V = typename Lanes::V;
+  using M = typename Lanes::M;
+
+  PixelPasses(const MaxPoolCall& c, Raw* ring, int64_t* ring_rows, const Span* cols)
+      : c_(c), rows_(dim_of(c.w, 0, c.x.sizes[2])), cols_dim_(dim_of(c.w, 1, c.x.sizes[3])),
+        ch_(c.x.sizes[4]), ow_(c.y.sizes[3]), width_(ow_ * ch_),
+        reach_((rows_.window - 1) * rows_.dilation + 1), ring_(ring), ring_rows_(ring_rows),
+        cols_(cols) {}
+
+  // Output rows [b0, b1) of plane (n, i); false where kOrdered met a NaN.
+  bool run(int64_t n, int64_t i, int64_t b0, int64_t b1) {
+    const Raw* x = c_.x.template at<Raw>(n * c_.x.strides[0] + i * c_.x.strides[1]);
+    Raw* y = c_.y.template at<Raw>(n * c_.y.strides[0] + i * c_.y.strides[1]);
+    for (int64_t s = 0; s < reach_; ++s) ring_rows_[s] = -1;  // (another plane's, or none)
+    M unordered{};
+    const Raw* window_rows[kMostRegisterOffsets];
+    for (int64_t oy = b0; oy < b1; ++oy) {
+      const Span js = real_offsets(rows_, oy);
+      int64_t count = 0;
+      for (int64_t j = js.lo; j < js.hi; ++j) {
+        const int64_t r = input_coord(rows_, oy, j), slot = r % reach_;
+        Raw* maxima = ring_ + slot * width_;
+        if (ring_rows_[slot] != r) {
+          row_maxima(x + r * c_.x.strides[2], maxima, &unordered);
+          ring_rows_[slot] = r;
+        }
+        window_rows[count++] = maxima;
+      }
+      Raw* yrow = y + oy * c_.y.strides[2];
+      if (count == 0) {
+        fill_empty(yrow, width_);
+        continue;
+      }
+      // (every row's maxima are there: no NaN check, a NaN in them was one in the input)
+      sweep<L>(0, width_, [&](int64_t q) {
+        V best = load_vec<V>(window_rows[0] + q);
+        for (int64_t m = 1; m < count; ++m) best = pick(load_vec<V>(window_rows[m] + q), best);
+        store_vec(yrow + q, best);
+      }, [](int64_t) {});
+    }
+    if constexpr (kOrdered) return !any_lane(unordered);
+    return true;
+  }
+
+ private:
+  static V pick(V v, V best) {
+    if constexpr (kOrdered) return v > best ? v : best;
+    return Lanes::better(v, best) ? v : best;
+  }
+
+  static void fill_empty(Raw* out, int64_t n) {
+    const Raw e = bit_cast<Raw>(empty_value<T>());
+    for (int64_t q = 0; q < n; ++q) out[q] = e;
+  }
+
+  // Input row xr's maxima along W: a pixel's real window offsets in order, the first of the
+  // best winning (pick), its channels a register at a time.
+  void row_maxima(const Raw* xr, Raw* out, M* unordered) const {
+    const int64_t xw = c_.x.strides[3], step = cols_dim_.dilation * xw;
+    const int64_t ahead = kPixelRowsAhead * c_.x.strides[2] * int64_t(sizeof(Raw));
+    const int64_t fresh = cols_dim_.stride * xw * int64_t(sizeof(Raw));
+    for (int64_t o = 0; o < ow_; ++o) {
+      const Span js = cols_[o];
+      Raw* dst = out + o * ch_;
+      if (js.hi <= js.lo) {
+        fill_empty(dst, ch_);
+        continue;
+      }
+      const Raw* p = xr + input_coord(cols_dim_, o, js.lo) * xw;
+      const int64_t n = js.hi - js.lo;
+      // (the pixels this one's window moves on by, kPixelRowsAhead rows on: read only here,
+      // a row's pass otherwise waited on memory at every pixel)
+      prefetch_span(p, ahead, fresh);
+      sweep<L>(0, ch_, [&](int64_t q) {
+        V best = load_vec<V>(p + q);
+        if constexpr (kOrdered) *unordered |= best != best;
+        for (int64_t j = 1; j < n; ++j) {
+          const V v = load_vec<V>(p + j * step + q);
+          if constexpr (kOrdered) *unordered |= v != v;
+          best = pick(v, best);
+        }
+        store_vec(dst + q, best);
+      }, [](int64_t) {});
+    }
+  }
+
+  const MaxPoolCall& c_;
+  Dim rows_, cols_dim_;
+  int64_t ch_, ow_, width_, reach_;
+  Raw* ring_;
+  int64_t* ring_rows_;
+  const Span* cols_;
+};
+
+// Every plane's output rows in blocks of kPixelBlockRows, shared out among the threads; each
+// task keeps its ring of rows' maxima in scratch.
+template <class T> void max_pool_pixels(const MaxPoolCall& c) {
+  using Raw = typename MaxKey<T>::Raw;
+  const Dim rows = dim_of(c.w, 0, c.x.sizes[2]), cols = dim_of(c.w, 1, c.x.sizes[3]);
+  const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3], width = ow * c.x.sizes[4];
+  const int64_t reach = (rows.window - 1) * rows.dilation + 1;
+  const int64_t planes = c.y.sizes[0] * c.y.sizes[1];
+  const int64_t blocks = (oh + kPixelBlockRows - 1) / kPixelBlockRows;
+  // each output pixel's real offsets along W, worked out once (divisions)
+  Span* spans = static_cast<Span*>(std::malloc(sizeof(Span) * size_t(ow)));
+  if (spans == nullptr) throw std::bad_alloc();
+  for (int64_t o = 0; o < ow; ++o) spans[o] = real_offsets(cols, o);
+  const double work = double(c.y.count()) * double(rows.window * cols.window);
+  try {
+    parallel_for(planes * blocks, work, c.threads, [&](int64_t lo, int64_t hi) {
+      // the ring's row numbers, then its rows from a 64-byte boundary
+      const size_t head = size_t(reach * 8 + 63) / 64 * 64;
+      void* mem = std::malloc(head + size_t(reach * width) * sizeof(Raw));
+      if (mem == nullptr) throw std::bad_alloc();
+      int64_t* ring_rows = static_cast<int64_t*>(mem);
+      Raw* ring = reinterpret_cast<Raw*>(static_cast<char*>(mem) + head);
+      PixelPasses<T, std::is_same_v<Raw, float>> fast(c, ring, ring_rows, spans);
+      PixelPasses<T, false> exact(c, ring, ring_rows, spans);
+      for (int64_t item = lo; item < hi; ++item) {
+        const int64_t p = item / blocks, b0 = (item % blocks) * kPixelBlockRows;
+        const int64_t b1 = b0 + kPixelBlockRows < oh ? b0 + kPixelBlockRows : oh;
+        const int64_t n = p / c.y.sizes[1], i = p % c.y.sizes[1];
+        if (!fast.run(n, i, b0, b1)) exact.run(n, i, b0, b1);
+      }
+      std::free(mem);
+    });
+  } catch (...) {
+    std::free(spans);
+    throw;
+  }
+  std::free(spans);
+}
+
+}  // namespace dmlops
