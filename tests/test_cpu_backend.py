@@ -715,16 +715,18 @@ def test_max_whole_windows_channels_last(dtype, channels, window):
                      dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
 
 
+@pytest.mark.parametrize("op", ["max", "average", "average with padding"])
 @pytest.mark.parametrize("channels", [16, 17, 96, 257])
-def test_channels_last_max_pooling_in_two_passes(channels):
-    """Float32 channels-last max pooling without indices takes each input row's maxima along
-    W into a ring of rows, then each output row the best of its window rows' (max_pool/
-    README.md, "Pixels"): blocks of 16 output rows (a plane of 37 rows spans several),
+def test_channels_last_pixel_paths(op, channels):
+    """Float32 channels-last data takes the pixel paths (max_pool/README.md and
+    avg_pool/README.md, "Pixels"): max pooling's two passes (each input row's maxima along W
+    into a ring of rows, blocks of 16 output rows), the averages' rows of pixels (each
+    pixel's window summed in row-major order). Here a plane of 37 rows (several blocks),
     dilated window rows (the ring longer than the window), windows that are all padding,
     channel counts that are and are not a multiple of a register, pixels further apart than
-    their channels, reversed rows, and values with tied signed zeros and, in some calls,
-    NaNs of two payloads (the block is then done again in SPEC 3.4's order): the
-    reference's bits."""
+    their channels, reversed rows, values with tied signed zeros and, in some calls, NaNs of
+    two payloads (max: the block done again in SPEC 3.4's order; averages: canonical NaNs),
+    into the default C-contiguous output and a channels-last one: the reference's bits."""
     rng = np.random.default_rng(channels)
     nans = np.array([0x7FC00001, 0xFFC00002], np.uint32).view(np.float32)
     geometries = [dict(window=(3, 3), strides=2, start_padding=1, end_padding=1),
@@ -734,9 +736,14 @@ def test_channels_last_max_pooling_in_two_passes(channels):
                   dict(window=(5, 2), strides=(3, 1), start_padding=(2, 1), end_padding=(0, 0),
                        dilations=(1, 2)),
                   dict(window=(2, 2), strides=1, start_padding=(3, 4), end_padding=(3, 4))]
+    if op == "max":
+        pool = dml.max_pooling
+    else:
+        def pool(x, window, **kw):
+            return dml.average_pooling(x, window, include_padding=op != "average", **kw)
     for g, kw in enumerate(geometries):
         window = kw.pop("window")
-        x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.0], np.float32), (2, channels, 37, 13))
+        x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.5], np.float32), (2, channels, 37, 13))
         if g % 2:
             x.flat[rng.integers(0, x.size, 3)] = nans[rng.integers(0, 2, 3)]
         wide = np.zeros((2, 37, 13, channels + 5), np.float32)
@@ -744,12 +751,12 @@ def test_channels_last_max_pooling_in_two_passes(channels):
         layouts = {"channels-last": _cl(x),
                    "pixels apart": np.moveaxis(wide[..., :channels], -1, 1),
                    "reversed rows": _cl(x[:, :, ::-1])[:, :, ::-1]}
+        want = pool(x, window, backend="reference", **kw)
         for name, v in layouts.items():
             assert np.array_equal(v, x, equal_nan=True)
-            want = dml.max_pooling(x, window, backend="reference", **kw)
-            assert _same(dml.max_pooling(v, window, backend="cpu", **kw), want), (g, name)
+            assert _same(pool(v, window, backend="cpu", **kw), want), (g, name)
             out = _cl(np.full(want.shape, 7.0, np.float32))
-            dml.max_pooling(v, window, backend="cpu", out=out, **kw)
+            pool(v, window, backend="cpu", out=out, **kw)
             assert _same(out, want), (g, name)
 
 

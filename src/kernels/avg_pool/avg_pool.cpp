@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "avg_pool/avg_pool_finish.h"
+#include "avg_pool/avg_pool_pixels.h"
 #include "avg_pool/avg_pool_plain.h"
 #include "avg_pool/avg_pool_rows.h"
 #include "avg_pool/avg_pool_separable.h"
@@ -24,6 +25,8 @@ void sum_pool(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
 }  // namespace
 
 void average_pool(const SumPoolCall& c) {
+  // (float32 only, the type channels-last models pool: the others take the row walk)
+  if (c.x.dtype == DType::f32 && avg_pixel_path<float>(c)) return average_pool_pixels<float>(c);
   with_float_type(c.x.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;

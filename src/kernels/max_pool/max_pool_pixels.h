@@ -2,7 +2,7 @@
 // innermost, (N, 1, H, W, C) with a unit window over C (dmlops.backends.cpu). First each input
 // row's maxima along W, a pixel's C channels a register at a time, into a ring of rows in
 // scratch; then each output row the best of its window rows' maxima, its OW * C values taken
-// flat. The register path instead read a pixel's 3 x 3 window from three input rows 28 KB
+// flat where the output's pixels are packed. The register path instead read a pixel's 3 x 3 window from three input rows 28 KB
 // apart for every output pixel (each input line 2.25 times from L2 at 3x3 stride 2), and
 // walked the rows machinery once per pixel.
 // Values only; the comparison is SPEC 3.4's (keys.h), float32 by `v > best ? v : best` with
@@ -10,7 +10,7 @@
 // one is done again with the keys' comparison.
 // Precondition (pixel_path): values only; x of rank 5 whose last dimension (the channels) is
 // packed and at least a register's worth; the window's last dimension a unit at stride 1
-// without padding; y's rows of pixels packed (OW * C values).
+// without padding.
 #pragma once
 #include <cstdint>
 #include <cstdlib>
@@ -34,8 +34,8 @@ template <class T> inline bool pixel_path(const MaxPoolCall& c) {
   if (w.size[2] != 1 || w.stride[2] != 1 || w.start[2] != 0 || w.size[0] > kMostRegisterOffsets)
     return false;
   const int64_t ch = c.x.sizes[4], ow = c.y.sizes[3];
-  if (ch < lanes_for<Raw>() || ch != c.y.sizes[4] || c.x.strides[4] != 1 ||
-      c.y.strides[4] != 1 || c.y.strides[3] != ch || ow <= 0 || c.y.sizes[2] <= 0)
+  if (ch < lanes_for<Raw>() || ch != c.y.sizes[4] || c.x.strides[4] != 1 || ow <= 0 ||
+      c.y.sizes[2] <= 0)
     return false;
   // the ring's rows (scratch) within kPixelScratchMost
   const double reach = double((w.size[0] - 1) * w.dilation[0] + 1);
@@ -55,7 +55,8 @@ template <class T, bool kOrdered> class PixelPasses {
 
   PixelPasses(const MaxPoolCall& c, Raw* ring, int64_t* ring_rows, const Span* cols)
       : c_(c), rows_(dim_of(c.w, 0, c.x.sizes[2])), cols_dim_(dim_of(c.w, 1, c.x.sizes[3])),
-        ch_(c.x.sizes[4]), ow_(c.y.sizes[3]), width_(ow_ * ch_),
+        ch_(c.x.sizes[4]), ow_(c.y.sizes[3]), width_(ow_ * ch_), yw_(c.y.strides[3]),
+        yc_(c.y.strides[4]),
         reach_((rows_.window - 1) * rows_.dilation + 1), ring_(ring), ring_rows_(ring_rows),
         cols_(cols) {}
 
@@ -80,15 +81,29 @@ template <class T, bool kOrdered> class PixelPasses {
       }
       Raw* yrow = y + oy * c_.y.strides[2];
       if (count == 0) {
-        fill_empty(yrow, width_);
+        const Raw e = bit_cast<Raw>(empty_value<T>());
+        for (int64_t o = 0; o < ow_; ++o)
+          for (int64_t q = 0; q < ch_; ++q) yrow[o * yw_ + q * yc_] = e;
         continue;
       }
       // (every row's maxima are there: no NaN check, a NaN in them was one in the input)
-      sweep<L>(0, width_, [&](int64_t q) {
+      auto best_at = [&](int64_t q) {
         V best = load_vec<V>(window_rows[0] + q);
         for (int64_t m = 1; m < count; ++m) best = pick(load_vec<V>(window_rows[m] + q), best);
-        store_vec(yrow + q, best);
-      }, [](int64_t) {});
+        return best;
+      };
+      if (yc_ == 1 && yw_ == ch_) {
+        sweep<L>(0, width_, [&](int64_t q) { store_vec(yrow + q, best_at(q)); }, [](int64_t) {});
+        continue;
+      }
+      // (pixels or channels apart: a C-contiguous output, SPEC 4's default for any input)
+      for (int64_t o = 0; o < ow_; ++o) {
+        sweep<L>(0, ch_, [&](int64_t q) {
+          const V best = best_at(o * ch_ + q);
+          if (yc_ == 1) return store_vec(yrow + o * yw_ + q, best);
+          for (int k = 0; k < L; ++k) yrow[o * yw_ + (q + k) * yc_] = best[k];
+        }, [](int64_t) {});
+      }
     }
     if constexpr (kOrdered) return !any_lane(unordered);
     return true;
@@ -138,7 +153,7 @@ template <class T, bool kOrdered> class PixelPasses {
 
   const MaxPoolCall& c_;
   Dim rows_, cols_dim_;
-  int64_t ch_, ow_, width_, reach_;
+  int64_t ch_, ow_, width_, yw_, yc_, reach_;
   Raw* ring_;
   int64_t* ring_rows_;
   const Span* cols_;
