@@ -5,6 +5,7 @@
 
 #include "avg_pool/avg_pool_finish.h"
 #include "avg_pool/avg_pool_pixels.h"
+#include "avg_pool/avg_pool_planes.h"
 #include "avg_pool/avg_pool_plain.h"
 #include "avg_pool/avg_pool_rows.h"
 #include "avg_pool/avg_pool_separable.h"
@@ -30,6 +31,7 @@ void average_pool(const SumPoolCall& c) {
   with_float_type(c.x.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    if (plane_path<T, A>(c)) return average_pool_planes<T, A>(c);
     const int64_t ys = c.y.strides[c.y.rank - 1];
     sum_pool<T, A>(c, [&] {
       return finish_of<A>([&, av = std::make_unique<Averager<A>>()](
