@@ -715,13 +715,15 @@ def test_max_whole_windows_channels_last(dtype, channels, window):
                      dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
 
 
-@pytest.mark.parametrize("op", ["max", "average", "average with padding"])
+@pytest.mark.parametrize("op", ["max", "max with indices", "max with int64 indices",
+                                "max gradient", "average", "average with padding"])
 @pytest.mark.parametrize("channels", [16, 17, 96, 257])
 def test_channels_last_pixel_paths(op, channels):
     """Float32 channels-last data takes the pixel paths (max_pool/README.md and
     avg_pool/README.md, "Pixels"): max pooling's two passes (each input row's maxima along W
     into a ring of rows, blocks of 16 output rows), the averages' rows of pixels (each
-    pixel's window summed in row-major order). Here a plane of 37 rows (several blocks),
+    pixel's window summed in row-major order); max pooling's indices (each lane's winner as
+    its flat index) and the gradient's argmax too. Here a plane of 37 rows (several blocks),
     dilated window rows (the ring longer than the window), windows that are all padding,
     channel counts that are and are not a multiple of a register, pixels further apart than
     their channels, reversed rows, values with tied signed zeros and, in some calls, NaNs of
@@ -736,11 +738,22 @@ def test_channels_last_pixel_paths(op, channels):
                   dict(window=(5, 2), strides=(3, 1), start_padding=(2, 1), end_padding=(0, 0),
                        dilations=(1, 2)),
                   dict(window=(2, 2), strides=1, start_padding=(3, 4), end_padding=(3, 4))]
-    if op == "max":
-        pool = dml.max_pooling
-    else:
-        def pool(x, window, **kw):
-            return dml.average_pooling(x, window, include_padding=op != "average", **kw)
+    def pool(x, window, out=None, **kw):
+        if op == "max":
+            return dml.max_pooling(x, window, out=out, **kw)
+        if op == "max gradient":
+            geo = {k: v for k, v in kw.items() if k != "backend"}
+            dy = np.random.default_rng(3).standard_normal(
+                dml.pooling_output_sizes(x.shape, window, **geo)).astype(np.float32)
+            return dml.max_pooling_grad(x, dy, window, out=out, **kw)
+        if op.startswith("max with"):
+            idt = np.int64 if "int64" in op else np.uint32
+            pair = None if out is None else (out, _cl(np.full(out.shape, 7, idt)))
+            got = dml.max_pooling(x, window, output_indices=True, indices_dtype=idt, out=pair,
+                                  **kw)
+            return np.concatenate([np.ascontiguousarray(got[0]).view(np.uint32).ravel(),
+                                   np.ascontiguousarray(got[1]).view(np.uint32).ravel()])
+        return dml.average_pooling(x, window, include_padding=op != "average", out=out, **kw)
     for g, kw in enumerate(geometries):
         window = kw.pop("window")
         x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.5], np.float32), (2, channels, 37, 13))
@@ -752,12 +765,14 @@ def test_channels_last_pixel_paths(op, channels):
                    "pixels apart": np.moveaxis(wide[..., :channels], -1, 1),
                    "reversed rows": _cl(x[:, :, ::-1])[:, :, ::-1]}
         want = pool(x, window, backend="reference", **kw)
+        shape = (x.shape if op == "max gradient" else
+                 dml.pooling_output_sizes(x.shape, window, **kw))
         for name, v in layouts.items():
             assert np.array_equal(v, x, equal_nan=True)
             assert _same(pool(v, window, backend="cpu", **kw), want), (g, name)
-            out = _cl(np.full(want.shape, 7.0, np.float32))
-            pool(v, window, backend="cpu", out=out, **kw)
-            assert _same(out, want), (g, name)
+            out = _cl(np.full(shape, 7.0, np.float32))
+            got = pool(v, window, backend="cpu", out=out, **kw)
+            assert _same(got, want) and (op.startswith("max with") or _same(out, want)), (g, name)
 
 
 @pytest.mark.parametrize("window", [(2, 130), (130, 3), (9, 5)])
