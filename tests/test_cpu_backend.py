@@ -775,6 +775,23 @@ def test_channels_last_pixel_paths(op, channels):
             assert _same(got, want) and (op.startswith("max with") or _same(out, want)), (g, name)
 
 
+def test_pixel_paths_take_3d_windows_of_unit_width():
+    """The pixel paths' precondition is a shape, not a layout: 3-D pooling of NCDHW data with
+    a window of width 1 along W (no padding there) is the same recast shape, W taking the
+    channels' place. Values, indices and averages as the reference's."""
+    rng = np.random.default_rng(8)
+    x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.5], np.float32), (2, 3, 9, 11, 20))
+    kw = dict(strides=(2, 1, 1), start_padding=(1, 0, 0), end_padding=(1, 2, 0))
+    for f, extra in ((dml.max_pooling, dict(output_indices=True)),
+                     (dml.average_pooling, dict(include_padding=False)),
+                     (dml.average_pooling, dict(include_padding=True))):
+        got = f(x, (3, 2, 1), backend="cpu", **extra, **kw)
+        want = f(x, (3, 2, 1), backend="reference", **extra, **kw)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert _same(g, w)
+
+
 @pytest.mark.parametrize("window", [(2, 130), (130, 3), (9, 5)])
 def test_max_indices_beyond_tracked_positions(window):
     """Tracked positions are numbered in the key type: int8 keys number 127 at most, so a
