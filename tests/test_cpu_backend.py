@@ -716,10 +716,11 @@ def test_max_whole_windows_channels_last(dtype, channels, window):
 
 
 @pytest.mark.parametrize("op", ["max", "max with indices", "max with int64 indices",
-                                "max gradient", "average", "average with padding"])
+                                "max gradient", "average", "average with padding",
+                                "max float16", "max int8", "max uint8"])
 @pytest.mark.parametrize("channels", [16, 17, 96, 257])
 def test_channels_last_pixel_paths(op, channels):
-    """Float32 channels-last data takes the pixel paths (max_pool/README.md and
+    """Channels-last data takes the pixel paths (max_pool/README.md and
     avg_pool/README.md, "Pixels"): max pooling's two passes (each input row's maxima along W
     into a ring of rows, blocks of 16 output rows), the averages' rows of pixels (each
     pixel's window summed in row-major order); max pooling's indices (each lane's winner as
@@ -728,8 +729,12 @@ def test_channels_last_pixel_paths(op, channels):
     channel counts that are and are not a multiple of a register, pixels further apart than
     their channels, reversed rows, values with tied signed zeros and, in some calls, NaNs of
     two payloads (max: the block done again in SPEC 3.4's order; averages: canonical NaNs),
-    into the default C-contiguous output and a channels-last one: the reference's bits."""
+    into the default C-contiguous output and a channels-last one: the reference's bits.
+    Float32 throughout; max pooling's values of float16 (compared as keys), int8 and uint8
+    too."""
     rng = np.random.default_rng(channels)
+    dtype = np.dtype(op.split()[1] if op.split()[-1] in ("float16", "int8", "uint8")
+                     else "float32")
     nans = np.array([0x7FC00001, 0xFFC00002], np.uint32).view(np.float32)
     geometries = [dict(window=(3, 3), strides=2, start_padding=1, end_padding=1),
                   dict(window=(3, 3), strides=1, start_padding=1, end_padding=1),
@@ -739,7 +744,7 @@ def test_channels_last_pixel_paths(op, channels):
                        dilations=(1, 2)),
                   dict(window=(2, 2), strides=1, start_padding=(3, 4), end_padding=(3, 4))]
     def pool(x, window, out=None, **kw):
-        if op == "max":
+        if op == "max" or op.split()[-1] == dtype.name:
             return dml.max_pooling(x, window, out=out, **kw)
         if op == "max gradient":
             geo = {k: v for k, v in kw.items() if k != "backend"}
@@ -756,10 +761,14 @@ def test_channels_last_pixel_paths(op, channels):
         return dml.average_pooling(x, window, include_padding=op != "average", out=out, **kw)
     for g, kw in enumerate(geometries):
         window = kw.pop("window")
-        x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.5], np.float32), (2, channels, 37, 13))
-        if g % 2:
-            x.flat[rng.integers(0, x.size, 3)] = nans[rng.integers(0, 2, 3)]
-        wide = np.zeros((2, 37, 13, channels + 5), np.float32)
+        if dtype.kind == "f":
+            x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.5], dtype), (2, channels, 37, 13))
+            if g % 2:
+                x.flat[rng.integers(0, x.size, 3)] = nans[rng.integers(0, 2, 3)].astype(dtype)
+        else:
+            info = np.iinfo(dtype)
+            x = rng.integers(info.min, int(info.max) + 1, (2, channels, 37, 13)).astype(dtype)
+        wide = np.zeros((2, 37, 13, channels + 5), dtype)
         wide[..., :channels] = np.moveaxis(x, 1, -1)
         layouts = {"channels-last": _cl(x),
                    "pixels apart": np.moveaxis(wide[..., :channels], -1, 1),
@@ -770,7 +779,7 @@ def test_channels_last_pixel_paths(op, channels):
         for name, v in layouts.items():
             assert np.array_equal(v, x, equal_nan=True)
             assert _same(pool(v, window, backend="cpu", **kw), want), (g, name)
-            out = _cl(np.full(shape, 7.0, np.float32))
+            out = _cl(np.full(shape, 7, dtype))
             got = pool(v, window, backend="cpu", out=out, **kw)
             assert _same(got, want) and (op.startswith("max with") or _same(out, want)), (g, name)
 

@@ -4,12 +4,25 @@
 
 namespace dmlops {
 
-// Float32 only, the type channels-last models pool (every other type a compile of its own at
-// every level): the others take the register path.
+// The types channels-last models pool: float32 (values, indices, the gradient's argmax),
+// float16, int8 and uint8 (values: each other instance a compile of its own at every level);
+// the others take the register path.
 bool max_pool_pixels_any(const MaxPoolCall& c) {
-  if (c.x.dtype != DType::f32 || !pixel_path<float>(c)) return false;
-  max_pool_pixels<float>(c);
-  return true;
+  bool done = false;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    if (!pixel_path<T>(c)) return;
+    max_pool_pixels<T>(c);
+    done = true;
+  };
+  switch (c.x.dtype) {
+    case DType::f32: run(float{}); break;
+    case DType::f16: if (c.indices.data == nullptr) run(Half{}); break;
+    case DType::i8: if (c.indices.data == nullptr) run(int8_t{}); break;
+    case DType::u8: if (c.indices.data == nullptr) run(uint8_t{}); break;
+    default: break;
+  }
+  return done;
 }
 
 }  // namespace dmlops

@@ -29,11 +29,16 @@
 
 namespace dmlops {
 
+// Whether the path carries indices for T: float32 only (max_pool_pixels.cpp), whose lanes
+// are as wide as the indices'.
+template <class T> inline constexpr bool kPixelIndices = std::is_same_v<T, float>;
+
 template <class T> inline bool pixel_path(const MaxPoolCall& c) {
   using Raw = typename MaxKey<T>::Raw;
   const Window& w = c.w;
   if (c.x.rank != 5 || w.k != 3) return false;
-  if (c.indices.data != nullptr ? !narrow_indices(c) : c.y.data == nullptr) return false;
+  if (c.indices.data != nullptr ? !kPixelIndices<T> || !narrow_indices(c) : c.y.data == nullptr)
+    return false;
   if (w.size[2] != 1 || w.stride[2] != 1 || w.start[2] != 0 || w.size[0] > kMostRegisterOffsets)
     return false;
   const int64_t ch = c.x.sizes[4], ow = c.y.sizes[3];
@@ -248,15 +253,17 @@ template <class T> void max_pool_pixels(const MaxPoolCall& c) {
           indices ? reinterpret_cast<uint32_t*>(static_cast<char*>(mem) + head + values) : nullptr;
       PixelPasses<T, std::is_same_v<Raw, float>, false> fast(c, ring, wins, ring_rows, spans);
       PixelPasses<T, false, false> exact(c, ring, wins, ring_rows, spans);
-      PixelPasses<T, false, true> with_indices(c, ring, wins, ring_rows, spans);
       for (int64_t item = lo; item < hi; ++item) {
         const int64_t p = item / blocks, b0 = (item % blocks) * kPixelBlockRows;
         const int64_t b1 = b0 + kPixelBlockRows < oh ? b0 + kPixelBlockRows : oh;
         const int64_t n = p / c.y.sizes[1], i = p % c.y.sizes[1];
-        if (indices)
-          with_indices.run(n, i, b0, b1);
-        else if (!fast.run(n, i, b0, b1))
-          exact.run(n, i, b0, b1);
+        if constexpr (kPixelIndices<T>) {
+          if (indices) {
+            PixelPasses<T, false, true>(c, ring, wins, ring_rows, spans).run(n, i, b0, b1);
+            continue;
+          }
+        }
+        if (!fast.run(n, i, b0, b1)) exact.run(n, i, b0, b1);
       }
       std::free(mem);
     });
