@@ -717,7 +717,8 @@ def test_max_whole_windows_channels_last(dtype, channels, window):
 
 @pytest.mark.parametrize("op", ["max", "max with indices", "max with int64 indices",
                                 "max gradient", "average", "average with padding",
-                                "max float16", "max int8", "max uint8"])
+                                "max float16", "max int8", "max uint8", "average float16",
+                                "average with padding float16"])
 @pytest.mark.parametrize("channels", [16, 17, 96, 257])
 def test_channels_last_pixel_paths(op, channels):
     """Channels-last data takes the pixel paths (max_pool/README.md and
@@ -730,10 +731,10 @@ def test_channels_last_pixel_paths(op, channels):
     their channels, reversed rows, values with tied signed zeros and, in some calls, NaNs of
     two payloads (max: the block done again in SPEC 3.4's order; averages: canonical NaNs),
     into the default C-contiguous output and a channels-last one: the reference's bits.
-    Float32 throughout; max pooling's values of float16 (compared as keys), int8 and uint8
-    too."""
+    Float32 throughout; max pooling's values of float16 (compared as keys), int8 and uint8,
+    and float16 averages (summed in float32) too."""
     rng = np.random.default_rng(channels)
-    dtype = np.dtype(op.split()[1] if op.split()[-1] in ("float16", "int8", "uint8")
+    dtype = np.dtype(op.split()[-1] if op.split()[-1] in ("float16", "int8", "uint8")
                      else "float32")
     nans = np.array([0x7FC00001, 0xFFC00002], np.uint32).view(np.float32)
     geometries = [dict(window=(3, 3), strides=2, start_padding=1, end_padding=1),
@@ -744,6 +745,8 @@ def test_channels_last_pixel_paths(op, channels):
                        dilations=(1, 2)),
                   dict(window=(2, 2), strides=1, start_padding=(3, 4), end_padding=(3, 4))]
     def pool(x, window, out=None, **kw):
+        if op.startswith("average"):
+            return dml.average_pooling(x, window, include_padding="padding" in op, out=out, **kw)
         if op == "max" or op.split()[-1] == dtype.name:
             return dml.max_pooling(x, window, out=out, **kw)
         if op == "max gradient":
@@ -758,7 +761,7 @@ def test_channels_last_pixel_paths(op, channels):
                                   **kw)
             return np.concatenate([np.ascontiguousarray(got[0]).view(np.uint32).ravel(),
                                    np.ascontiguousarray(got[1]).view(np.uint32).ravel()])
-        return dml.average_pooling(x, window, include_padding=op != "average", out=out, **kw)
+        raise AssertionError(op)
     for g, kw in enumerate(geometries):
         window = kw.pop("window")
         if dtype.kind == "f":

@@ -26,8 +26,11 @@ void sum_pool(const SumPoolCall& c, const MakeFinish<A>& make_finish) {
 }  // namespace
 
 void average_pool(const SumPoolCall& c) {
-  // (float32 only, the type channels-last models pool: the others take the row walk)
-  if (c.x.dtype == DType::f32 && avg_pixel_path<float>(c)) return average_pool_pixels<float>(c);
+  // (float32 and float16, the types channels-last models pool: float64 takes the row walk)
+  if (c.x.dtype == DType::f32 && avg_pixel_path<float, float>(c))
+    return average_pool_pixels<float, float>(c);
+  if (c.x.dtype == DType::f16 && avg_pixel_path<Half, float>(c))
+    return average_pool_pixels<Half, float>(c);
   with_float_type(c.x.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
