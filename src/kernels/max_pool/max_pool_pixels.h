@@ -175,8 +175,12 @@ template <class T, bool kOrdered, bool kIndices> class PixelPasses {
     const int64_t xw = c_.x.strides[3], step = cols_dim_.dilation * xw;
     const int64_t ahead = kPixelRowsAhead * c_.x.strides[2] * int64_t(sizeof(Raw));
     const int64_t fresh = cols_dim_.stride * xw * int64_t(sizeof(Raw));
-    U lane{};
-    for (int k = 0; k < L; ++k) lane[k] = uint32_t(k);
+    // (the indices' lanes only where they are carried: for FLOAT16 and bytes they would be
+    // several registers, which the strict build refuses)
+    using Lanes32 = std::conditional_t<kIndices, U, int>;
+    Lanes32 lane{};
+    if constexpr (kIndices)
+      for (int k = 0; k < L; ++k) lane[k] = uint32_t(k);
     for (int64_t o = 0; o < ow_; ++o) {
       const Span js = cols_[o];
       Raw* dst = out + o * ch_;
@@ -195,8 +199,11 @@ template <class T, bool kOrdered, bool kIndices> class PixelPasses {
       prefetch_span(p, ahead, fresh);
       sweep<L>(0, ch_, [&](int64_t q) {
         V best = load_vec<V>(p + q);
-        const U chan = (lane + uint32_t(q)) * uint32_t(c_.pitch[4]);
-        U which = chan + uint32_t(col0 * c_.pitch[3]);
+        Lanes32 chan{}, which{};
+        if constexpr (kIndices) {
+          chan = (lane + uint32_t(q)) * uint32_t(c_.pitch[4]);
+          which = chan + uint32_t(col0 * c_.pitch[3]);
+        }
         if constexpr (kOrdered) *unordered |= best != best;
         for (int64_t j = 1; j < n; ++j) {
           const V v = load_vec<V>(p + j * step + q);
