@@ -1,24 +1,22 @@
 // Channels-last averages by rows of pixels (README "Pixels"): the data recast with the
 // channels innermost, (N, 1, H, W, C) with a unit window over C (dmlops.backends.cpu). A task
-// takes whole output rows: a register of channels at a time, across the row's pixels, each
-// pixel's window summed in row-major order (its rows, then its columns: the plain kernel's
-// order, so its bits), divided and stored. The row walk (avg_pool_rows.h) instead took each
-// pixel as a row of its own, all its channels at once: its machinery once per pixel, and the
-// three input rows a pixel's window reads (28 KB apart at 64 channels) too large for the
-// first-level cache, where a register of channels' share of them fits.
+// takes whole output rows, pixel by pixel, a register of channels at a time: each pixel's
+// window summed in row-major order (its rows, then its columns: the plain kernel's order, so
+// its bits), divided and stored; the window's tables from SeparableGeometry. The row walk
+// (avg_pool_rows.h) instead took each pixel as a row of its own: its machinery (tasks, window
+// rows, counts, the finish) once per pixel.
 // Precondition (avg_pixel_path): averages of float32 or float16 (summed in float32); x of
 // rank 5 whose last dimension (the channels) is packed and at least a register of sums; the
 // window's last dimension a unit at stride 1 without padding.
 #pragma once
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <type_traits>
 
 #include "avg_pool/avg_pool.h"
 #include "avg_pool/avg_pool_registers.h"
 #include "common/prefetch.h"
+#include "common/separable.h"
 #include "common/simd.h"
 #include "common/threads.h"
 #include "common/window.h"
@@ -64,69 +62,50 @@ template <class T, class A> void average_pool_pixels(const SumPoolCall& c) {
   using VR = typename Lanes::VR;
   using V = typename Lanes::VA;
   constexpr int L = Lanes::L;
-  const Dim rows = dim_of(c.w, 0, c.x.sizes[2]), cols = dim_of(c.w, 1, c.x.sizes[3]);
+  const SeparableGeometry geo(c.x, c.y, c.w);  // (over H and W: the window's tables)
+  const Dim &rows = geo.rows, &cols = geo.last;
   const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3], ch = c.x.sizes[4];
   const int64_t xw = c.x.strides[3], yw = c.y.strides[3], yc = c.y.strides[4];
-  // per output pixel of a row: its real columns and its divisor's factor along W
-  struct Column {
-    Span js;
-    int64_t factor;
-  };
-  Column* columns = static_cast<Column*>(std::malloc(sizeof(Column) * size_t(ow)));
-  if (columns == nullptr) throw std::bad_alloc();
-  for (int64_t o = 0; o < ow; ++o)
-    columns[o] = Column{real_offsets(cols, o), divisor_factor(cols, o, c.include_padding)};
+  const bool padded = c.include_padding;
   // the rows that the output row kPrefetchRowsAhead rows on reads anew, asked for pixel by
-  // pixel: without, a row's loads waited on memory (common/rows.h, RowsAhead)
+  // pixel from the last window row's: without, a row's loads waited on memory (addresses
+  // past the plane are asked for in vain, never read)
   const int64_t fresh_rows = rows.stride < rows.window ? rows.stride : rows.window;
-  const int64_t ahead_rows = kPrefetchRowsAhead * rows.stride;
+  const int64_t pitch = c.x.strides[2] * int64_t(sizeof(T));
+  const int64_t ahead = (kPrefetchRowsAhead * rows.stride - fresh_rows + 1) * pitch;
   const int64_t fresh = cols.stride * xw * int64_t(sizeof(T));
   const double work = double(c.y.count()) * double(rows.window * cols.window);
-  auto run = [&](int64_t lo, int64_t hi) {
+  parallel_for(c.y.sizes[0] * c.y.sizes[1] * oh, work, c.threads, [&](int64_t lo, int64_t hi) {
     const Raw* xrows[kMostRegisterOffsets];
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t oy = item % oh, p = item / oh;
       const int64_t n = p / c.y.sizes[1], i = p % c.y.sizes[1];
       const Raw* x = c.x.template at<Raw>(n * c.x.strides[0] + i * c.x.strides[1]);
       T* y = c.y.template at<T>(n * c.y.strides[0] + i * c.y.strides[1] + oy * c.y.strides[2]);
-      const Span rs = real_offsets(rows, oy);
-      int64_t count = 0;
-      for (int64_t j = rs.lo; j < rs.hi; ++j)
-        xrows[count++] = x + input_coord(rows, oy, j) * c.x.strides[2];
-      const int64_t row_factor = divisor_factor(rows, oy, c.include_padding);
-      // from the last window row's pixel: the first of the rows asked for (past the plane:
-      // asked for in vain, never read)
-      const int64_t ahead = (ahead_rows - fresh_rows + 1) * c.x.strides[2] * int64_t(sizeof(T));
-      const int64_t pitch_bytes = c.x.strides[2] * int64_t(sizeof(T));
-      // a register of channels at a time across the row (the last overlapping the one
-      // before), so that its share of the window's input rows stays in the first-level cache
+      const int64_t count = geo.each_window_row(
+          oy, [&](int64_t m, int64_t r) { xrows[m] = x + r * c.x.strides[2]; });
+      const int64_t row_factor = geo.row_factor(oy, padded);
+      // pixel by pixel, a register of channels at a time (the last overlapping the one
+      // before); the row's registers of channels one after another measured 1.1 times as long
       for (int64_t o = 0; o < ow; ++o) {
-        const Column col = columns[o];
-        if (count > 0 && col.js.hi > col.js.lo) {
-          const Raw* at = xrows[count - 1] + input_coord(cols, o, col.js.lo) * xw;
-          for (int64_t r = 0; r < fresh_rows; ++r) prefetch_span(at, ahead + r * pitch_bytes, fresh);
-        }
-        const int64_t divisor = row_factor * col.factor;
-        const int64_t first = input_coord(cols, o, col.js.lo) * xw;
+        const Span js = geo.column_offsets(o);
+        const int64_t first = input_coord(cols, o, js.lo) * xw;
+        if (count > 0 && js.hi > js.lo)
+          for (int64_t r = 0; r < fresh_rows; ++r)
+            prefetch_span(xrows[count - 1] + first, ahead + r * pitch, fresh);
+        const int64_t divisor = row_factor * geo.column_factor(o, padded);
         sweep<L>(0, ch, [&](int64_t q) {
           V sum{};
           for (int64_t m = 0; m < count; ++m) {
             const Raw* px = xrows[m] + first + q;
-            for (int64_t j = col.js.lo; j < col.js.hi; ++j, px += cols.dilation * xw)
+            for (int64_t j = js.lo; j < js.hi; ++j, px += cols.dilation * xw)
               sum += Lanes::widen_lanes(load_vec<VR>(px));
           }
           store_averages<T, A, L>(y + o * yw + q * yc, yc, divisor > 0 ? sum / A(divisor) : V{});
         }, [](int64_t) {});
       }
     }
-  };
-  try {
-    parallel_for(c.y.sizes[0] * c.y.sizes[1] * oh, work, c.threads, run);
-  } catch (...) {
-    std::free(columns);
-    throw;
-  }
-  std::free(columns);
+  });
 }
 
 }  // namespace dmlops

@@ -1,18 +1,18 @@
 // 2-D averages a plane's output row at a time (README "Planes"): the row's interior by the
 // registers path (avg_pool_registers.h), its averages stored there, and its border outputs
-// one at a time, with each row's window rows, divisors and asks for input ahead worked out
-// here from the window's geometry. The row walk (avg_pool_rows.h), for any rank and layout,
-// spent a third of a 56-wide row's time on its machinery (tasks, window rows, kept counts, the
-// finish of the borders).
+// one at a time, with each row's window rows and divisors from the window's tables
+// (SeparableGeometry) and its input asked for ahead (RowsAhead). The row walk
+// (avg_pool_rows.h), for any rank and layout, spent a third of a 56-wide row's time on its
+// machinery (tasks, window rows, kept counts, the finish of the borders).
 // Precondition (plane_path): averages; x and y of rank 4 (2-D windows), their rows packed;
 // the window's stride along the row 1 or 2; at most kMostRegisterOffsets window rows.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "avg_pool/avg_pool.h"
 #include "avg_pool/avg_pool_registers.h"
-#include "common/prefetch.h"
+#include "common/rows.h"
+#include "common/separable.h"
 #include "common/threads.h"
 #include "common/window.h"
 
@@ -26,27 +26,15 @@ template <class T, class A> inline bool plane_path(const SumPoolCall& c) {
 }
 
 template <class T, class A> void average_pool_planes(const SumPoolCall& c) {
-  const Dim rows = dim_of(c.w, 0, c.x.sizes[2]), last = dim_of(c.w, 1, c.x.sizes[3]);
+  // (the window's tables once per call: their divisions per row cost 2b a tenth of its time)
+  const SeparableGeometry geo(c.x, c.y, c.w);
+  const Dim &rows = geo.rows, &last = geo.last;
   const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3];
-  const Span interior{real_outputs(last, 0, ow).lo, real_outputs(last, last.window - 1, ow).hi};
-  // the input rows the output row kPrefetchRowsAhead on reads anew (common/rows.h RowsAhead)
-  const int64_t fresh_rows = rows.stride < rows.window ? rows.stride : rows.window;
-  const int64_t pitch = c.x.strides[2] * int64_t(sizeof(T));
-  const int64_t ahead = (kPrefetchRowsAhead * rows.stride - fresh_rows + 1) * pitch;
-  const int64_t row_bytes = last.in * int64_t(sizeof(T));
+  const bool padded = c.include_padding;
+  const RowsAhead ahead(c.x, c.w);
   const double work = double(c.y.count()) * double(rows.window * last.window);
-  // each output row's real window rows and divisor factor, each output column's (their
-  // divisions once per call: per row, they cost 2b a tenth of its time)
-  struct Position {
-    Span js;
-    int64_t factor;
-  };
-  std::vector<Position> row_pos(static_cast<size_t>(oh)), col_pos(static_cast<size_t>(ow));
-  for (int64_t o = 0; o < oh; ++o)
-    row_pos[o] = Position{real_offsets(rows, o), divisor_factor(rows, o, c.include_padding)};
-  for (int64_t o = 0; o < ow; ++o)
-    col_pos[o] = Position{real_offsets(last, o), divisor_factor(last, o, c.include_padding)};
   parallel_for(c.y.sizes[0] * c.y.sizes[1] * oh, work, c.threads, [&](int64_t lo, int64_t hi) {
+    int64_t xoffs[kMostRegisterOffsets];
     const T* xrows[kMostRegisterOffsets];
     A scratch[1];  // (the registers path's sums go to y here, never to scratch)
     for (int64_t item = lo; item < hi; ++item) {
@@ -54,31 +42,31 @@ template <class T, class A> void average_pool_planes(const SumPoolCall& c) {
       const int64_t n = p / c.y.sizes[1], i = p % c.y.sizes[1];
       const T* x = c.x.template at<T>(n * c.x.strides[0] + i * c.x.strides[1]);
       T* y = c.y.template at<T>(n * c.y.strides[0] + i * c.y.strides[1] + oy * c.y.strides[2]);
-      const Span rs = row_pos[oy].js;
-      int64_t count = 0;
-      for (int64_t j = rs.lo; j < rs.hi; ++j)
-        xrows[count++] = x + input_coord(rows, oy, j) * c.x.strides[2];
-      if (count > 0)
-        for (int64_t r = 0; r < fresh_rows; ++r)
-          prefetch_span(xrows[count - 1], ahead + r * pitch, row_bytes);
-      const int64_t row_factor = row_pos[oy].factor;
-      int64_t va = interior.lo, vb = interior.hi > interior.lo ? interior.hi : interior.lo;
+      const int64_t count = geo.each_window_row(oy, [&](int64_t m, int64_t r) {
+        xoffs[m] = r * c.x.strides[2];
+        xrows[m] = x + xoffs[m];
+      });
+      ahead.ask(x, xoffs, count);
+      const int64_t row_factor = geo.row_factor(oy, padded);
       const int64_t inner = row_factor * last.window;  // every interior output's divisor
-      if (!(count > 0 && inner > 0 && va < vb &&
-            sum_pool_registers<T, A>(last, xrows, count, va, vb,
-                                     SumsTo<T, A>{scratch, y, A(inner)}, 0)))
-        va = vb = 0;
-      // the borders (or the whole row), one output at a time
-      auto one = [&](int64_t o) {
-        const Span js = col_pos[o].js;
+      const bool interior =
+          count > 0 && inner > 0 && geo.interior.lo < geo.interior.hi &&
+          sum_pool_registers<T, A>(last, xrows, count, geo.interior.lo, geo.interior.hi,
+                                   SumsTo<T, A>{scratch, y, A(inner)}, 0);
+      // the edges (or, where the registers path did not take the interior, the whole row),
+      // one output at a time
+      auto one = [&](int64_t o, Span js) {
         A sum = A(0);
         for (int64_t m = 0; m < count; ++m)
           for (int64_t j = js.lo; j < js.hi; ++j)
             sum += widen<A>(load(xrows[m] + input_coord(last, o, j)));
-        y[o] = average_of<T, A>(sum, row_factor * col_pos[o].factor);
+        y[o] = average_of<T, A>(sum, row_factor * geo.column_factor(o, padded));
       };
-      for (int64_t o = 0; o < va; ++o) one(o);
-      for (int64_t o = vb; o < ow; ++o) one(o);
+      if (interior) {
+        for (size_t e = 0; e < geo.edges.size(); ++e) one(geo.edges[e], geo.edge_offsets[e]);
+      } else {
+        for (int64_t o = 0; o < ow; ++o) one(o, geo.column_offsets(o));
+      }
     }
   });
 }

@@ -36,7 +36,8 @@ inline bool separable_shape(const Tensor& x, const Tensor& y, const Window& w) {
 // What the two passes need of the window that is the same for every block, worked out once
 // per call (no divisions in the loops): each output row's real window rows, and the columns
 // whose window leaves the row (all of them where the interior is empty) with their real
-// offsets.
+// offsets. The other paths of 2-D windows over x's dimensions 2 and 3 take their tables from
+// it too (the averages' plane and pixel paths, max pooling's pixel path).
 struct SeparableGeometry {
   Dim rows, last;
   Span interior;
@@ -74,6 +75,17 @@ struct SeparableGeometry {
       edges.push_back(o);
       edge_offsets.push_back(real_offsets(last, o));
     }
+  }
+
+  // Output column o's real offsets: the whole window in the interior, worked out (with
+  // divisions) at the edges.
+  Span column_offsets(int64_t o) const {
+    return o >= interior.lo && o < interior.hi ? Span{0, last.window} : real_offsets(last, o);
+  }
+  // The divisor's factor (SPEC 3.1) of output row o, and of output column o.
+  int64_t row_factor(int64_t o, bool padded) const { return padded ? row_padded[o] : row_real[o]; }
+  int64_t column_factor(int64_t o, bool padded) const {
+    return padded ? last_padded[o] : last_real[o];
   }
 
   // How many output rows a block holds: the plane's rows in as few blocks of about equal

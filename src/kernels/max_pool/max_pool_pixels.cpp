@@ -15,11 +15,11 @@ bool max_pool_pixels_any(const MaxPoolCall& c) {
     max_pool_pixels<T>(c);
     done = true;
   };
-  switch (c.x.dtype) {
+  switch (c.x.dtype) {  // (pixel_path refuses indices where kPixelIndices<T> is false)
     case DType::f32: run(float{}); break;
-    case DType::f16: if (c.indices.data == nullptr) run(Half{}); break;
-    case DType::i8: if (c.indices.data == nullptr) run(int8_t{}); break;
-    case DType::u8: if (c.indices.data == nullptr) run(uint8_t{}); break;
+    case DType::f16: run(Half{}); break;
+    case DType::i8: run(int8_t{}); break;
+    case DType::u8: run(uint8_t{}); break;
     default: break;
   }
   return done;

@@ -2,9 +2,9 @@
 // innermost, (N, 1, H, W, C) with a unit window over C (dmlops.backends.cpu). First each input
 // row's maxima along W, a pixel's C channels a register at a time, into a ring of rows in
 // scratch; then each output row the best of its window rows' maxima, its OW * C values taken
-// flat where the output's pixels are packed. The register path instead read a pixel's 3 x 3 window from three input rows 28 KB
-// apart for every output pixel (each input line 2.25 times from L2 at 3x3 stride 2), and
-// walked the rows machinery once per pixel.
+// flat where the output's pixels are packed. The register path instead read a pixel's 3 x 3
+// window from three input rows 28 KB apart for every output pixel (each input line 2.25
+// times from L2 at 3x3 stride 2), and walked the rows machinery once per pixel.
 // The comparison is SPEC 3.4's (keys.h); float32 values alone by `v > best ? v : best` with
 // the NaNs met noted, as the separable path's ordered floats: a block of output rows that met
 // one is done again with the keys' comparison. Indices carry each lane's winner as its flat
@@ -20,6 +20,7 @@
 
 #include "common/keys.h"
 #include "common/prefetch.h"
+#include "common/separable.h"
 #include "common/simd.h"
 #include "common/threads.h"
 #include "common/window.h"
@@ -65,13 +66,13 @@ template <class T, bool kOrdered, bool kIndices> class PixelPasses {
   using U = Vec<uint32_t, L>;
   static_assert(!(kOrdered && kIndices), "indices take the keys' comparison");
 
-  PixelPasses(const MaxPoolCall& c, Raw* ring, uint32_t* winners, int64_t* ring_rows,
-              const Span* cols)
-      : c_(c), rows_(dim_of(c.w, 0, c.x.sizes[2])), cols_dim_(dim_of(c.w, 1, c.x.sizes[3])),
+  PixelPasses(const MaxPoolCall& c, const SeparableGeometry& geo, Raw* ring, uint32_t* winners,
+              int64_t* ring_rows)
+      : c_(c), geo_(geo), rows_(geo.rows), cols_dim_(geo.last),
         ch_(c.x.sizes[4]), ow_(c.y.sizes[3]), width_(ow_ * ch_), yw_(c.y.strides[3]),
         yc_(c.y.strides[4]), iw_(c.indices.strides[3]), ic_(c.indices.strides[4]),
         reach_((rows_.window - 1) * rows_.dilation + 1), ring_(ring), winners_(winners),
-        ring_rows_(ring_rows), cols_(cols) {}
+        ring_rows_(ring_rows) {}
 
   // Output rows [b0, b1) of plane (n, i); false where kOrdered met a NaN.
   bool run(int64_t n, int64_t i, int64_t b0, int64_t b1) {
@@ -87,7 +88,7 @@ template <class T, bool kOrdered, bool kIndices> class PixelPasses {
     const uint32_t* window_wins[kMostRegisterOffsets];
     uint32_t row_part[kMostRegisterOffsets];
     for (int64_t oy = b0; oy < b1; ++oy) {
-      const Span js = real_offsets(rows_, oy);
+      const Span js = geo_.row_offsets[oy];
       int64_t count = 0;
       for (int64_t j = js.lo; j < js.hi; ++j) {
         const int64_t r = input_coord(rows_, oy, j), slot = r % reach_;
@@ -147,8 +148,10 @@ template <class T, bool kOrdered, bool kIndices> class PixelPasses {
         }
       }
       // a pixel whose window has no real column: the empty value, the empty index
-      for (int64_t o = 0; o < ow_; ++o)
-        if (cols_[o].hi <= cols_[o].lo) empty_pixel(yrow, irow, o);
+      for (int64_t o = 0; o < ow_; ++o) {
+        const Span js = geo_.column_offsets(o);
+        if (js.hi <= js.lo) empty_pixel(yrow, irow, o);
+      }
     }
     if constexpr (kOrdered) return !any_lane(unordered);
     return true;
@@ -182,7 +185,7 @@ template <class T, bool kOrdered, bool kIndices> class PixelPasses {
     if constexpr (kIndices)
       for (int k = 0; k < L; ++k) lane[k] = uint32_t(k);
     for (int64_t o = 0; o < ow_; ++o) {
-      const Span js = cols_[o];
+      const Span js = geo_.column_offsets(o);
       Raw* dst = out + o * ch_;
       if (js.hi <= js.lo) {  // (its outputs are empty_pixel's)
         const Raw e = bit_cast<Raw>(empty_value<T>());
@@ -224,61 +227,51 @@ template <class T, bool kOrdered, bool kIndices> class PixelPasses {
   }
 
   const MaxPoolCall& c_;
+  const SeparableGeometry& geo_;
   Dim rows_, cols_dim_;
   int64_t ch_, ow_, width_, yw_, yc_, iw_, ic_, reach_;
   Raw* ring_;
   uint32_t* winners_;
   int64_t* ring_rows_;
-  const Span* cols_;
 };
 
 // Every plane's output rows in blocks of kPixelBlockRows, shared out among the threads; each
 // task keeps its ring of rows' maxima (and their winners) in scratch.
 template <class T> void max_pool_pixels(const MaxPoolCall& c) {
   using Raw = typename MaxKey<T>::Raw;
-  const Dim rows = dim_of(c.w, 0, c.x.sizes[2]), cols = dim_of(c.w, 1, c.x.sizes[3]);
-  const int64_t oh = c.y.sizes[2], ow = c.y.sizes[3], width = ow * c.x.sizes[4];
-  const int64_t reach = (rows.window - 1) * rows.dilation + 1;
+  const SeparableGeometry geo(c.x, c.y, c.w);  // (over H and W: the window's tables)
+  const int64_t oh = c.y.sizes[2], width = c.y.sizes[3] * c.x.sizes[4];
+  const int64_t reach = (geo.rows.window - 1) * geo.rows.dilation + 1;
   const int64_t planes = c.y.sizes[0] * c.y.sizes[1];
   const int64_t blocks = (oh + kPixelBlockRows - 1) / kPixelBlockRows;
   const bool indices = c.indices.data != nullptr;
-  // each output pixel's real offsets along W, worked out once (divisions)
-  Span* spans = static_cast<Span*>(std::malloc(sizeof(Span) * size_t(ow)));
-  if (spans == nullptr) throw std::bad_alloc();
-  for (int64_t o = 0; o < ow; ++o) spans[o] = real_offsets(cols, o);
-  const double work = double(c.y.count()) * double(rows.window * cols.window);
-  try {
-    parallel_for(planes * blocks, work, c.threads, [&](int64_t lo, int64_t hi) {
-      // the ring's row numbers, then its rows and their winners, each from a 64-byte boundary
-      const size_t head = size_t(reach * 8 + 63) / 64 * 64;
-      const size_t values = (size_t(reach * width) * sizeof(Raw) + 63) / 64 * 64;
-      void* mem = std::malloc(head + values + (indices ? size_t(reach * width) * 4 : 0));
-      if (mem == nullptr) throw std::bad_alloc();
-      int64_t* ring_rows = static_cast<int64_t*>(mem);
-      Raw* ring = reinterpret_cast<Raw*>(static_cast<char*>(mem) + head);
-      uint32_t* wins =
-          indices ? reinterpret_cast<uint32_t*>(static_cast<char*>(mem) + head + values) : nullptr;
-      PixelPasses<T, std::is_same_v<Raw, float>, false> fast(c, ring, wins, ring_rows, spans);
-      PixelPasses<T, false, false> exact(c, ring, wins, ring_rows, spans);
-      for (int64_t item = lo; item < hi; ++item) {
-        const int64_t p = item / blocks, b0 = (item % blocks) * kPixelBlockRows;
-        const int64_t b1 = b0 + kPixelBlockRows < oh ? b0 + kPixelBlockRows : oh;
-        const int64_t n = p / c.y.sizes[1], i = p % c.y.sizes[1];
-        if constexpr (kPixelIndices<T>) {
-          if (indices) {
-            PixelPasses<T, false, true>(c, ring, wins, ring_rows, spans).run(n, i, b0, b1);
-            continue;
-          }
+  const double work = double(c.y.count()) * double(geo.rows.window * geo.last.window);
+  parallel_for(planes * blocks, work, c.threads, [&](int64_t lo, int64_t hi) {
+    // the ring's row numbers, then its rows and their winners, each from a 64-byte boundary
+    const size_t head = size_t(reach * 8 + 63) / 64 * 64;
+    const size_t values = (size_t(reach * width) * sizeof(Raw) + 63) / 64 * 64;
+    void* mem = std::malloc(head + values + (indices ? size_t(reach * width) * 4 : 0));
+    if (mem == nullptr) throw std::bad_alloc();
+    int64_t* ring_rows = static_cast<int64_t*>(mem);
+    Raw* ring = reinterpret_cast<Raw*>(static_cast<char*>(mem) + head);
+    uint32_t* wins =
+        indices ? reinterpret_cast<uint32_t*>(static_cast<char*>(mem) + head + values) : nullptr;
+    PixelPasses<T, std::is_same_v<Raw, float>, false> fast(c, geo, ring, wins, ring_rows);
+    PixelPasses<T, false, false> exact(c, geo, ring, wins, ring_rows);
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t p = item / blocks, b0 = (item % blocks) * kPixelBlockRows;
+      const int64_t b1 = b0 + kPixelBlockRows < oh ? b0 + kPixelBlockRows : oh;
+      const int64_t n = p / c.y.sizes[1], i = p % c.y.sizes[1];
+      if constexpr (kPixelIndices<T>) {
+        if (indices) {
+          PixelPasses<T, false, true>(c, geo, ring, wins, ring_rows).run(n, i, b0, b1);
+          continue;
         }
-        if (!fast.run(n, i, b0, b1)) exact.run(n, i, b0, b1);
       }
-      std::free(mem);
-    });
-  } catch (...) {
-    std::free(spans);
-    throw;
-  }
-  std::free(spans);
+      if (!fast.run(n, i, b0, b1)) exact.run(n, i, b0, b1);
+    }
+    std::free(mem);
+  });
 }
 
 }  // namespace dmlops
