@@ -10,8 +10,6 @@
 // window's last dimension a unit at stride 1 without padding.
 #pragma once
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
 
 #include "avg_pool/avg_pool.h"
 #include "avg_pool/avg_pool_registers.h"
@@ -31,29 +29,6 @@ template <class T, class A> inline bool avg_pixel_path(const SumPoolCall& c) {
   return SumLanes<T, A>::kFits && ch >= SumLanes<T, A>::L && ch == c.y.sizes[4] &&
          c.x.strides[4] == 1 &&
          w.size[0] <= kMostRegisterOffsets;
-}
-
-// A register of averages r (NaNs canonical) to y[0], y[yc], ..: one store where packed.
-template <class T, class A, int L> inline void store_averages(T* y, int64_t yc, Vec<A, L> r) {
-  if constexpr (std::is_same_v<T, Half>) {
-    float f[16] = {};  // (floats_to_halves16 makes NaNs canonical)
-    uint16_t h[16];
-    store_vec(f, r);
-    floats_to_halves16(f, h);
-    if (yc == 1) {
-      std::memcpy(static_cast<void*>(y), h, sizeof(uint16_t) * L);
-    } else {
-      for (int k = 0; k < L; ++k) y[k * yc] = Half{h[k]};
-    }
-  } else {
-    r = r != r ? Vec<A, L>{} + canonical(A(NAN)) : r;
-    if (yc == 1) {
-      store_vec(y, r);
-    } else {
-      // (channels not packed: a C-contiguous output, SPEC 4's default for any input)
-      for (int k = 0; k < L; ++k) y[k * yc] = r[k];
-    }
-  }
 }
 
 template <class T, class A> void average_pool_pixels(const SumPoolCall& c) {

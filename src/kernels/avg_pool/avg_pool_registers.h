@@ -85,6 +85,30 @@ template <class T, class A, int kLanes = lanes_for<A>()> struct SumLanes {
   }
 };
 
+// A register of averages r to y[0], y[yc], .. in the output type, NaNs made canonical (SPEC
+// 5): one store where packed.
+template <class T, class A, int L> inline void store_averages(T* y, int64_t yc, Vec<A, L> r) {
+  if constexpr (std::is_same_v<T, Half>) {
+    float f[16] = {};  // (floats_to_halves16 makes NaNs canonical)
+    uint16_t h[16];
+    store_vec(f, r);
+    floats_to_halves16(f, h);
+    if (yc == 1) {
+      std::memcpy(static_cast<void*>(y), h, sizeof(uint16_t) * L);
+    } else {
+      for (int k = 0; k < L; ++k) y[k * yc] = Half{h[k]};
+    }
+  } else {
+    r = r != r ? Vec<A, L>{} + canonical(A(NAN)) : r;
+    if (yc == 1) {
+      store_vec(y, r);
+    } else {
+      // (a strided output: channels-last data into a C-contiguous one, SPEC 4's default)
+      for (int k = 0; k < L; ++k) y[k * yc] = r[k];
+    }
+  }
+}
+
 // Where the sums of a register of outputs go: into scratch (sums[o - first]) for a finish,
 // or, for averages into a packed output row, divided there by the row's one interior
 // divisor and stored as results (y[o - first]): the finish's arithmetic (average16), so its
@@ -99,20 +123,7 @@ template <class T, class A> struct SumsTo {
       store_vec(sums + i, sum);  // (quantized sums: requantized by their finish)
     } else {
       if (y == nullptr) return store_vec(sums + i, sum);
-      put_averages<L>(i, sum / divisor);
-    }
-  }
-
- private:
-  template <int L> void put_averages(int64_t i, Vec<A, L> r) const {
-    if constexpr (std::is_same_v<T, Half>) {
-      float f[16] = {};
-      uint16_t h[16];
-      store_vec(f, r);
-      floats_to_halves16(f, h);
-      std::memcpy(static_cast<void*>(y + i), h, sizeof(uint16_t) * L);
-    } else {
-      store_vec(y + i, r != r ? Vec<A, L>{} + canonical(A(NAN)) : r);
+      store_averages<T, A, L>(y + i, 1, sum / divisor);
     }
   }
 };
