@@ -57,7 +57,7 @@ class Workload:
     mode: str = ""                # padding mode (dmlops's name)
     pads: int = 0
     channels_last: bool = False   # dmlops reads and writes channels-last memory
-    target: str = "peer"          # "peer": 0.8x the fastest peer; "bandwidth": 40 % of copy
+    target: str = "peer"          # "peer": 0.8x the fastest peer; "bandwidth": 50 % of copy
 
     @property
     def group(self) -> int:

@@ -405,13 +405,18 @@ def test_gradients_larger_than_the_caches(grad):
 
 
 @settings(max_examples=examples(100))
-@given(c=cases(FLOATS), wide_argmax=st.booleans())
-def test_max_pooling_grad_bitwise(c, wide_argmax):
+@given(c=cases(FLOATS), wide_argmax=st.booleans(),
+       group_bytes=st.sampled_from([0, 100, 300, cpu.GRAD_GROUP_BYTES]))
+def test_max_pooling_grad_bitwise(c, wide_argmax, group_bytes):
     """The gradient against the reference, through a 4-byte argmax and (``wide_argmax``:
-    the form of inputs of 2^32 elements or more) an 8-byte one."""
+    the form of inputs of 2^32 elements or more) an 8-byte one; the argmax found a plane at a
+    time, a few planes at a time (``group_bytes``: groups that end inside an image and at its
+    end) and as it runs by default."""
     x, window, kw, out, rng = c
+    default = cpu.GRAD_GROUP_BYTES
     if wide_argmax:
         cpu.ARGMAX32_MOST = 0
+    cpu.GRAD_GROUP_BYTES = group_bytes
     try:
         dy = rng.standard_normal(x.shape[:2] + out).astype(x.dtype)
         got = dml.max_pooling_grad(x, dy, window, backend="cpu", **kw)
@@ -419,6 +424,27 @@ def test_max_pooling_grad_bitwise(c, wide_argmax):
         assert _same(got, want)
     finally:
         cpu.ARGMAX32_MOST = 2**32 - 1
+        cpu.GRAD_GROUP_BYTES = default
+
+
+def test_max_pooling_grad_groups_of_planes():
+    """Many images of many planes, two threads: each group of planes' argmax (found here,
+    flat indices from the group's first plane) scatters into its own planes only."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 37, 41, 43)).astype(np.float32)
+    x[1, 5, 2, 3] = np.nan
+    kw = dict(strides=2, start_padding=1, end_padding=1)
+    dy = rng.standard_normal((3, 37, 21, 22)).astype(np.float32)
+    want = dml.max_pooling_grad(x, dy, 3, backend="reference", **kw)
+    default = cpu.GRAD_GROUP_BYTES
+    try:
+        dml.set_num_threads(2)
+        for group_bytes in (0, 5 * 41 * 43 * 4, 16 * 41 * 43 * 4, default):
+            cpu.GRAD_GROUP_BYTES = group_bytes
+            assert _same(dml.max_pooling_grad(x, dy, 3, backend="cpu", **kw), want)
+    finally:
+        cpu.GRAD_GROUP_BYTES = default
+        dml.set_num_threads(None)
 
 
 @settings(max_examples=examples(100))
@@ -1067,7 +1093,7 @@ def test_ordered_separable_meets_a_lone_nan(pads):
     """One NaN alone in a plane, at each place in turn, on the separable path's 3-wide
     stride-2 loop (`ordered_pairs3`): the NaN at the element a block's last vector moves on
     to (no other vector reads it) included, where a second NaN would have sent the block
-    back to SPEC 3.4's order anyway."""
+    back to SPEC 3.4's order anyway; values and indices."""
     rng = np.random.default_rng(8)
     h, w, c = 9, 38, 41
     base = rng.standard_normal((1, c, h, w)).astype(np.float32)
@@ -1077,8 +1103,8 @@ def test_ordered_separable_meets_a_lone_nan(pads):
         for ch in range(c):
             place = (call * c + ch) % (h * w)
             x[0, ch, place // w, place % w] = np.nan
-        assert _same(dml.max_pooling(x, 3, backend="cpu", **kw),
-                     dml.max_pooling(x, 3, backend="reference", **kw)), call
+        _max_as_reference(x, 3, False, **kw)
+        _max_as_reference(x, 3, True, **kw)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -1090,8 +1116,8 @@ def test_ordered_max_pooling_meets_each_nan(dtype, stride, pads, channels_last, 
     again in SPEC 3.4's order (max_pool/README.md, "Ordered floats"): a NaN at every place
     of a plane (row edges, the element a stride-2 vector moves on to, the last of a row), a
     second NaN of other bits after it (the first wins) and signed zeros tied around it,
-    against the reference bit for bit; the rest of the input, without a NaN, in the same
-    call. An even width takes the separable path at stride 2 too (its rows a whole number of
+    against the reference bit for bit, values, indices and the gradient; the rest of the
+    input, without a NaN, in the same call. An even width takes the separable path at stride 2 too (its rows a whole number of
     strides apart), the 3-wide window there its own loop (`ordered_pairs3`)."""
     bits = np.uint32 if dtype == np.float32 else np.uint64
     first = np.array(0x7FC00001 if dtype == np.float32 else 0x7FF8000000000001, bits)
@@ -1115,3 +1141,7 @@ def test_ordered_max_pooling_meets_each_nan(dtype, stride, pads, channels_last, 
             x[0, ch, r, (col + 1) % w] = 0.0
         got = dml.max_pooling(x, 3, backend="cpu", **kw)
         assert _same(got, dml.max_pooling(x, 3, backend="reference", **kw)), call
+        _max_as_reference(x, 3, True, **kw)
+        dy = np.arange(got.size, dtype=dtype).reshape(got.shape)
+        assert _same(dml.max_pooling_grad(x, dy, 3, backend="cpu", **kw),
+                     dml.max_pooling_grad(x, dy, 3, backend="reference", **kw)), call

@@ -127,13 +127,13 @@ __attribute__((always_inline)) inline void flat_vector_maxima(
   V best;
   U which{};
   auto take = [&](V v, int64_t j) {
-    if constexpr (kOrdered) {
-      best = v > best ? v : best;
-    } else {
-      const auto t = Lanes::better(v, best);
-      best = t ? v : best;
-      if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * offset : which;
-    }
+    typename Lanes::M t;
+    if constexpr (kOrdered)
+      t = v > best;
+    else
+      t = Lanes::better(v, best);
+    best = t ? v : best;
+    if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * offset : which;
   };
   int64_t j = 1;
   if constexpr (kStep == 2 && kPairsInWideLanes<T, kIndices>) {
@@ -178,17 +178,20 @@ __attribute__((always_inline)) inline void flat_vector_maxima(
 // on from offset 0, each taken by one vmaxps, and the NaN checks of the two loads and the
 // moved-on element kept in registers for the block (the generic form's, a struct's, went
 // through memory at every vector). The block's last vector, whose next element may lie past
-// it, takes the generic form (each).
-template <class T, int L, class Each>
-bool ordered_pairs3(const RowMaxima<T>& b, int64_t len, const Dim& last_dim, Prefetch& early,
-                    NansMet<typename MaxLanes<T, L>::M>* nans, Each&& each) {
+// it, takes the generic form (each). kIndices: each lane's winning offset too, j * offset.
+template <class T, int L, bool kIndices, class Each>
+bool ordered_pairs3(const RowMaxima<T>& b, int64_t len, const Dim& last_dim, uint32_t offset,
+                    Prefetch& early, NansMet<typename MaxLanes<T, L>::M>* nans, Each&& each) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
   using V = typename Lanes::V;
+  using U = Vec<uint32_t, L>;
   typename Lanes::M lanes{};
   bool scalar = false;
   const Raw* x = b.x;
   Raw* results = b.results;
+  uint32_t* winners = b.winners;
+  const U one = U{} + offset, two = U{} + 2 * offset;
   const bool flat = for_each_flat_vector<L>(b, last_dim, [&](int64_t g, int64_t at) {
     early.next();
     if (at + 2 * L >= len) return each(g, at);
@@ -198,10 +201,16 @@ bool ordered_pairs3(const RowMaxima<T>& b, int64_t len, const Dim& last_dim, Pre
     const Raw next = x[at + 2 * L];
     lanes |= (a != a) | (c != c);
     scalar |= next != next;
-    V best = odd > even ? odd : even;
+    const auto t1 = odd > even;
+    V best = t1 ? odd : even;
     const V moved = moved_on(even, next);
-    best = moved > best ? moved : best;
+    const auto t2 = moved > best;
+    best = t2 ? moved : best;
     store_vec(results + g, best);
+    if constexpr (kIndices) {
+      const U which = widen_mask(t1) ? one : U{};
+      store_vec(winners + g, widen_mask(t2) ? two : which);
+    }
   });
   nans->lanes |= lanes;
   nans->scalar |= scalar;
@@ -212,15 +221,16 @@ bool ordered_pairs3(const RowMaxima<T>& b, int64_t len, const Dim& last_dim, Pre
 // flat window lies in the block (flat_vector_maxima), then the columns whose window leaves
 // its row from their real offsets. kIndices: the winners' offsets too, j * ix.offset into
 // b.winners (a column with no real offset: all ones). kOrdered (floats, values only; README
-// "Ordered floats"): each offset taken by `v > best ? v : best`, one vmaxps, which is SPEC
-// 3.4's order everywhere but where a NaN comes after a number; returns whether any element
-// read was a NaN (the caller then does the block again without it).
+// "Ordered floats"): each offset taken by `v > best ? v : best`, one vmaxps (with kIndices
+// a compare and two blends), which is SPEC 3.4's order everywhere but where a NaN comes after
+// a number; returns whether any element read was a NaN (the caller then does the block again
+// without it).
 template <class T, int L, int kStep, bool kIndices = false, bool kOrdered = false>
 bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
                 Prefetch& early, const SeparableIndexing& ix = {}) {
   using Lanes = MaxLanes<T, L>;
   using Raw = typename Lanes::Raw;
-  static_assert(!kOrdered || (std::is_floating_point_v<Raw> && !kIndices));
+  static_assert(!kOrdered || std::is_floating_point_v<Raw>);
   const Dim& last_dim = geo.last;
   const int64_t w = last_dim.window, d = last_dim.dilation;
   const int64_t len = flat_length(b, last_dim);
@@ -231,7 +241,8 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
   bool flat = false, done = false;
   if constexpr (kOrdered && kStep == 2 && kMovesOn<Raw>) {
     done = w == 3 && d == 1;
-    if (done) flat = ordered_pairs3<T, L>(b, len, last_dim, early, &nans, each);
+    if (done)
+      flat = ordered_pairs3<T, L, kIndices>(b, len, last_dim, ix.offset, early, &nans, each);
   }
   if (!done) {
     // (flat_vector_maxima called here itself, not through `each`: through it, int32's instance
@@ -242,21 +253,24 @@ bool row_maxima(const RowMaxima<T>& b, const SeparableGeometry& geo, int64_t ow,
     });
   }
   auto column = [&](const Raw* row, const int64_t* at, int64_t count, int64_t i) {
+    int64_t j = 0;
+    Raw best;
     if constexpr (kOrdered) {
       // (branch-free: the keys' comparisons branch on the values' signs, which random data
       // mispredicts half the time, and a row's edge column cost as much as its vectors)
-      Raw best = count > 0 ? row[at[0]] : bit_cast<Raw>(empty_value<T>());
+      best = count > 0 ? row[at[0]] : bit_cast<Raw>(empty_value<T>());
       bool met = best != best;
-      for (int64_t j = 1; j < count; ++j) {
-        const Raw v = row[at[j]];
+      for (int64_t k = 1; k < count; ++k) {
+        const Raw v = row[at[k]];
         met |= v != v;
-        best = v > best ? v : best;
+        const bool t = v > best;
+        best = t ? v : best;
+        if constexpr (kIndices) j = t ? k : j;
       }
       nans.scalar |= met;
-      return best;
+    } else {
+      best = column_max<T>(row, at, count, &j);
     }
-    int64_t j;
-    const Raw best = column_max<T>(row, at, count, &j);
     if constexpr (kIndices) {
       // as the flat vectors': the winner's position less the column's offset 0 (o * stride
       // - start), times the pitch, modulo 2^32
@@ -352,8 +366,8 @@ struct IndexedOutputRow {
 // before) or one at a time where fewer, each the best of its window rows' maxima; its flat
 // index the winning row's offset, its column's and its offset's, modulo 2^32. Inlined into
 // the row loop, as the compiler chose before its arguments became structs (a call per output
-// row was slower).
-template <class T, int L>
+// row was slower). kOrdered: rows' maxima of a block that held no NaN, taken by `>`.
+template <class T, int L, bool kOrdered>
 __attribute__((always_inline)) inline void indexed_row(
     const WindowRowMaxima<typename MaxKey<T>::Raw>& in, int64_t ow, const Dim& last_dim,
     const SeparableIndexing& ix, const IndexedOutputRow<typename MaxKey<T>::Raw>& out) {
@@ -376,7 +390,11 @@ __attribute__((always_inline)) inline void indexed_row(
     U flat = load_vec<U>(which[0] + o) + rowflat[0];
     for (int64_t m = 1; m < n; ++m) {
       const V v = load_vec<V>(rows[m] + o);
-      const auto t = Lanes::better(v, best);
+      typename Lanes::M t;
+      if constexpr (kOrdered)
+        t = v > best;
+      else
+        t = Lanes::better(v, best);
       best = t ? v : best;
       flat = widen_mask(t) ? load_vec<U>(which[m] + o) + rowflat[m] : flat;
     }
@@ -388,7 +406,7 @@ __attribute__((always_inline)) inline void indexed_row(
     Raw best = rows[0][o];
     uint32_t flat = which[0][o] + rowflat[0];
     for (int64_t m = 1; m < n; ++m) {
-      if (MaxKey<T>::key_raw(rows[m][o]) > MaxKey<T>::key_raw(best))
+      if (kOrdered ? rows[m][o] > best : MaxKey<T>::key_raw(rows[m][o]) > MaxKey<T>::key_raw(best))
         best = rows[m][o], flat = which[m][o] + rowflat[m];
     }
     if (y != nullptr) store(y + o * ys, best);
@@ -410,13 +428,24 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
   std::vector<int64_t> empty_columns;
   for (int64_t o = 0; o < ow; ++o)
     if (geo.last_real[o] == 0) empty_columns.push_back(o);
+  // float32 ordered, as the values alone (max_pool_separable), a block that met a NaN done
+  // again in SPEC 3.4's order, both passes
+  constexpr bool kOrdered = std::is_same_v<Raw, float>;
   auto first = [&](const RowMaxima<T>& b, Prefetch& early) {
+    bool nan = false;
     if (geo.last.stride == 1)
-      row_maxima<T, L, 1, true>(b, geo, ow, early, ix);
+      nan = row_maxima<T, L, 1, true, kOrdered>(b, geo, ow, early, ix);
     else
-      row_maxima<T, L, 2, true>(b, geo, ow, early, ix);
+      nan = row_maxima<T, L, 2, true, kOrdered>(b, geo, ow, early, ix);
+    if (!kOrdered || !nan) return false;
+    Prefetch none;
+    if (geo.last.stride == 1)
+      row_maxima<T, L, 1, true>(b, geo, ow, none, ix);
+    else
+      row_maxima<T, L, 2, true>(b, geo, ow, none, ix);
+    return true;
   };
-  auto second = [&](const RowMaxima<T>& b, bool, int64_t r0, int64_t b0, int64_t b1,
+  auto second = [&](const RowMaxima<T>& b, bool nan, int64_t r0, int64_t b0, int64_t b1,
                     int64_t yplane, int64_t n, int64_t ch, Prefetch& ahead) {
     const int64_t iplane = n * c.indices.strides[0] + ch * c.indices.strides[1];
     const int64_t fplane = n * c.pitch[0] + ch * c.pitch[1];
@@ -441,8 +470,12 @@ void max_pool_separable_indices(const MaxPoolCall& c) {
         }
         continue;
       }
-      indexed_row<T, L>(WindowRowMaxima<Raw>{rows, which, rowflat, count}, ow, geo.last, ix,
-                        IndexedOutputRow<Raw>{yrow, ys, c.indices, irow});
+      const WindowRowMaxima<Raw> in{rows, which, rowflat, count};
+      const IndexedOutputRow<Raw> out{yrow, ys, c.indices, irow};
+      if (kOrdered && !nan)
+        indexed_row<T, L, kOrdered>(in, ow, geo.last, ix, out);
+      else
+        indexed_row<T, L, false>(in, ow, geo.last, ix, out);
       for (int64_t o : empty_columns) store_index(c.indices, irow + o * is, c.empty_index);
     }
   };

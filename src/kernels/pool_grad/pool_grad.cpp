@@ -1,8 +1,10 @@
 #include "pool_grad/pool_grad.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 #include "common/dispatch.h"
 #include "common/half.h"
@@ -86,45 +88,88 @@ inline int64_t plane_size(const Tensor& t) {
   return n;
 }
 
+// dy's plane at dyb scattered through its argmax (at ab in arg) into the plane's sums:
+// ascending output order, each flat index less `first` (the plane's first element's), an
+// all-ones index (a window without elements) skipped.
+template <class T, class I, class A>
+void scatter_plane(const Tensor& dy, int64_t dyb, const Tensor& arg, int64_t ab, uint64_t first,
+                   A* acc) {
+  const int last = dy.rank - 1;
+  const int64_t width = dy.sizes[last], as = arg.strides[last], gs = dy.strides[last];
+  Tensor arg_rows = arg, dy_rows = dy;
+  arg_rows.rank = dy_rows.rank = last;
+  const I empty = ~I(0);
+  for (Walk wa(arg_rows, 2, ab), wg(dy_rows, 2, dyb); wa.more(); wa.next(), wg.next()) {
+    const I* a = arg.template at<I>(wa.offset);
+    const T* g = dy.template at<T>(wg.offset);
+    for (int64_t i = 0; i < width; ++i) {
+      const I at = a[i * as];
+      if (at != empty) acc[uint64_t(at) - first] += widen<A>(g[i * gs]);
+    }
+  }
+}
+
+// The argmax of `count` planes of x from channel ch of image n into `scratch`, packed as dy's
+// planes (flat indices from the group's first element, all ones where a window has no
+// element): the forward's max_pool on that part of x, on this thread.
+inline Tensor group_argmax(const MaxGradCall& c, int64_t n, int64_t ch, int64_t count,
+                           void* scratch) {
+  MaxPoolCall f = c.forward;
+  f.x.data += (n * f.x.strides[0] + ch * f.x.strides[1]) * element_size(f.x.dtype);
+  f.x.sizes[0] = 1;
+  f.x.sizes[1] = count;
+  Tensor& arg = f.indices;
+  arg.data = static_cast<char*>(scratch);
+  arg.dtype = c.index_bytes == 4 ? DType::u32 : DType::u64;
+  arg.rank = c.dy.rank;
+  int64_t step = 1, pitch = 1;
+  for (int d = arg.rank - 1; d >= 0; --d) {
+    arg.sizes[d] = d == 0 ? 1 : d == 1 ? count : c.dy.sizes[d];
+    arg.strides[d] = step;
+    step *= arg.sizes[d];
+    f.pitch[d] = pitch;
+    pitch *= f.x.sizes[d];
+  }
+  f.y = arg;
+  f.y.data = nullptr;
+  f.empty_index = ~uint64_t(0);
+  f.threads = 1;
+  max_pool(f);
+  return arg;
+}
+
 template <class T>
 void max_grad(const MaxGradCall& c) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  const int64_t planes = c.dx.sizes[0] * c.dx.sizes[1];
+  const int64_t channels = c.dy.sizes[1], planes = c.dx.sizes[0] * channels;
   const int64_t in_plane = plane_size(c.dx), out_plane = plane_size(c.dy);
+  const int64_t plane_bytes = in_plane * int64_t(element_size(c.dx.dtype));
+  const int64_t group =
+      std::clamp<int64_t>(c.group_bytes / std::max<int64_t>(plane_bytes, 1), 1, channels);
   parallel_for(planes, double(planes) * double(in_plane + out_plane), c.threads,
                [&](int64_t lo, int64_t hi) {
     PlaneSums<A> sums(in_plane);
     const bool stream = stream_planes(c.dx);
-    for (int64_t plane = lo; plane < hi; ++plane) {
-      sums.clear();
-      int64_t n = plane / c.dy.sizes[1], ch = plane % c.dy.sizes[1];
-      int64_t dyb = n * c.dy.strides[0] + ch * c.dy.strides[1];
-      int64_t ab = n * c.arg.strides[0] + ch * c.arg.strides[1];
-      const uint64_t first = uint64_t(plane * in_plane);
-      // a row of the outputs at a time, in ascending order
-      const int last = c.dy.rank - 1;
-      const int64_t width = c.dy.sizes[last];
-      const int64_t as = c.arg.strides[last], gs = c.dy.strides[last];
-      Tensor arg_rows = c.arg, dy_rows = c.dy;
-      arg_rows.rank = dy_rows.rank = last;
-      // (4-byte indices where every flat index fits: half the argmax's memory and traffic)
-      auto scatter = [&](auto index) {
-        using I = decltype(index);
-        const I empty = I(c.empty);
-        for (Walk wa(arg_rows, 2, ab), wg(dy_rows, 2, dyb); wa.more(); wa.next(), wg.next()) {
-          const I* arg = c.arg.template at<I>(wa.offset);
-          const T* g = c.dy.template at<T>(wg.offset);
-          for (int64_t i = 0; i < width; ++i) {
-            const I a = arg[i * as];
-            if (a != empty) sums.acc[uint64_t(a) - first] += widen<A>(g[i * gs]);
-          }
-        }
-      };
-      if (element_size(c.arg.dtype) == 4)
-        scatter(uint32_t{});
-      else
-        scatter(uint64_t{});
-      sums.template write<T>(c.dx, plane, stream);
+    std::vector<uint64_t> scratch(size_t(group * out_plane * c.index_bytes + 7) / 8);
+    for (int64_t p0 = lo; p0 < hi;) {
+      // a group: planes of one image
+      const int64_t n = p0 / channels, ch0 = p0 % channels;
+      const int64_t p1 = std::min({hi, p0 + group, (n + 1) * channels});
+      const Tensor arg = group_argmax(c, n, ch0, p1 - p0, scratch.data());
+      for (int64_t plane = p0; plane < p1; ++plane) {
+        sums.clear();
+        const int64_t ch = plane % channels;
+        const int64_t dyb = n * c.dy.strides[0] + ch * c.dy.strides[1];
+        const int64_t ab = (plane - p0) * out_plane;
+        const uint64_t first = uint64_t((plane - p0) * in_plane);
+        // (4-byte indices where every flat index fits: half the argmax's scratch)
+        if (c.index_bytes == 4)
+          scatter_plane<T, uint32_t>(c.dy, dyb, arg, ab, first, sums.acc);
+        else
+          scatter_plane<T, uint64_t>(c.dy, dyb, arg, ab, first, sums.acc);
+        sums.template write<T>(c.dx, plane, stream);
+      }
+      p0 = p1;
     }
     if (stream) stream_fence();
   });

@@ -7,14 +7,21 @@
 
 #include "common/tensor.h"
 #include "common/window.h"
+#include "max_pool/max_pool.h"
 
 namespace dmlops {
 
-// MAX_POOLING_GRAD's scatter: dy's value goes to the plane-local element whose flat index
-// (over the whole input) `arg` holds, unless it is `empty`. The argmax comes from max_pool.
+// MAX_POOLING_GRAD: each group of (n, c) planes' argmax found by max_pool on that part of x
+// (`forward`: x, the window, `plain`; flat indices index_bytes wide, from the group's first
+// element), then dy scattered through it into dx while it is in the caches (README "Argmax by
+// groups of planes"). x, dy and dx as the kernels run them: channels-last data re-cast with
+// its channels innermost, (N, 1, S..., C), whose order keeps every element's contributions in
+// ascending forward-output order.
 struct MaxGradCall {
-  Tensor dy, arg, dx;  // arg: dy's sizes, 4- or 8-byte flat indices (empty: all ones)
-  uint64_t empty;
+  Tensor dy, dx;
+  MaxPoolCall forward;
+  int index_bytes;
+  int64_t group_bytes;  // about this many bytes of x a group
   int threads;
 };
 

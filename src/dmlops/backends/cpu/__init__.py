@@ -195,15 +195,22 @@ def lp_pooling(x: NDArray[Any], y: NDArray[Any], g: Window, p: int) -> None:
 # The gradient's argmax is 4-byte for inputs of fewer elements than this (tests lower it to
 # run the 8-byte form on small inputs).
 ARGMAX32_MOST = 2**32 - 1
+# About this many bytes of x's planes have their argmax found and scattered together, so that
+# it stays in the second-level cache between the two (tests lower it to make many groups).
+GRAD_GROUP_BYTES = 256 << 10
 
 
 def max_pooling_grad(x: NDArray[Any], dy: NDArray[Any], dx: NDArray[Any], g: Window) -> None:
-    # the argmax of every window (flat indices, as max pooling gives them), then the scatter;
-    # 4-byte indices where every flat index and the empty marker (all ones) fit
-    arg = np.empty(dy.shape, np.uint32 if x.size < ARGMAX32_MOST else np.uint64)
-    _max_runner(x, g)(x, (None, arg))
+    # the argmax of every window (flat indices, as max pooling gives them), then the scatter,
+    # a group of planes at a time; 4-byte indices where every flat index and the empty marker
+    # (all ones) fit. Channels-last x runs with its channels innermost, dy and dx with it.
+    cl = _channels_last(x)
     out = _writable(dx)
-    kernels().max_pool_grad(_readable(dy), arg, out, ALL_ONES, get_num_threads())
+    xs, dys, dxs = (x, dy, out) if not cl else map(_to_channels_last, (x, dy, out))
+    k = kernels()
+    k.max_pool_grad(_readable(xs), _readable(dys), dxs, _Window(g, cl).bind(k),
+                    4 if x.size < ARGMAX32_MOST else 8, GRAD_GROUP_BYTES, get_num_threads(),
+                    FORCE_PLAIN)
     _copy_back(dx, out)
 
 
