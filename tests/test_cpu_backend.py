@@ -384,12 +384,17 @@ def test_max_indices_past_32_bits(monkeypatch, shape, window, kw):
 @pytest.mark.parametrize("grad", ["max", "average"])
 def test_gradients_larger_than_the_caches(grad):
     """A gradient whose dx passes 8 MiB has its planes streamed to memory (planes of odd
-    sizes, so most start off a cache line): the reference's bits, as through a strided out=,
-    which is written as usual, elements it does not address untouched."""
+    sizes, so most start off a cache line): the reference's bits (canonical NaNs included), as
+    through a strided out=, which is written as usual, elements it does not address
+    untouched."""
     rng = np.random.default_rng(3)
     x = rng.integers(-4, 4, (1, 2, 1031, 1037)).astype(np.float32)
     kw = dict(strides=2, start_padding=1, end_padding=1)
     dy = rng.standard_normal((1, 2, 516, 519)).astype(np.float32)
+    # NaNs of another payload, and infinities of both signs (their sums NaN): canonical in dx
+    dy[0, :, ::7, ::5] = np.array(0xFFC00123, np.uint32).view(np.float32)
+    dy[0, :, 3::11, 1::2] = np.inf
+    dy[0, :, 3::11, ::2] = -np.inf
     if grad == "max":
         def run(backend, out=None):
             return dml.max_pooling_grad(x, dy, 3, out=out, backend=backend, **kw)

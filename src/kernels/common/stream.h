@@ -20,6 +20,22 @@ namespace dmlops {
 // Whether an output of `bytes` is worth streaming.
 inline bool worth_streaming(int64_t bytes) { return bytes >= kStreamBytes; }
 
+// The 64-byte line at dst (aligned) = src[0, 64), streamed.
+inline void stream_line(void* dst, const void* src) {
+#if defined(__x86_64__) || defined(_M_X64)
+#if defined(__AVX512F__)
+  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_loadu_si512(src));
+#else
+  for (int k = 0; k < 64; k += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(static_cast<char*>(dst) + k),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                         static_cast<const char*>(src) + k)));
+#endif
+#else
+  std::memcpy(dst, src, 64);
+#endif
+}
+
 // dst[0, bytes) = src[0, bytes): the whole 64-byte lines of dst streamed, the rest stored
 // as usual (everywhere but x86-64, all of it).
 inline void stream_copy(void* dst, const void* src, int64_t bytes) {
@@ -30,16 +46,7 @@ inline void stream_copy(void* dst, const void* src, int64_t bytes) {
   if (head < bytes) {
     std::memcpy(d, s, size_t(head));
     int64_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-#if defined(__AVX512F__)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i),
-                          _mm512_loadu_si512(reinterpret_cast<const void*>(s + i)));
-#else
-      for (int k = 0; k < 64; k += 16)
-        _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + k),
-                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + k)));
-#endif
-    }
+    for (; i + 64 <= bytes; i += 64) stream_line(d + i, s + i);
     std::memcpy(d + i, s + i, size_t(bytes - i));
     return;
   }

@@ -1,7 +1,9 @@
 #include "pool_grad/pool_grad.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "common/dispatch.h"
 #include "common/half.h"
 #include "common/nan.h"
+#include "common/simd.h"
 #include "common/stream.h"
 #include "common/threads.h"
 
@@ -21,29 +24,25 @@ template <> inline Half narrow_from_acc<Half>(float v) { return Half{half_of(v)}
 template <> inline double narrow_from_acc<double>(float v) { return canonical(double(v)); }
 inline double narrow_double(double v) { return canonical(v); }
 
-// A plane's float accumulator, zeroed; written out through dx's strides at the end.
+// A plane's float accumulator, zeroed; written out through dx's strides at the end, which
+// zeroes it again for the next plane (one pass over the sums, not three).
 template <class A>
 struct PlaneSums {
   explicit PlaneSums(int64_t n) : n(n), acc(static_cast<A*>(std::calloc(size_t(n), sizeof(A)))) {
     if (acc == nullptr) throw std::bad_alloc();
   }
   ~PlaneSums() { std::free(acc); }
-  void clear() {
-    for (int64_t i = 0; i < n; ++i) acc[i] = A(0);
-  }
   // The plane's sums, rounded once and NaNs canonical, into dx: a row at a time (a loop the
   // compiler vectorises where dx's rows are packed), or where the sums are dx's type and its
-  // planes packed, canonical in place and then the whole plane streamed (`stream`: dx is
-  // larger than the caches; common/stream.h).
+  // planes packed, the whole plane streamed a line at a time (`stream`: dx is larger than
+  // the caches; common/stream.h).
   template <class T>
   void write(const Tensor& dx, int64_t plane, bool stream) {
     if constexpr (std::is_same_v<T, A>) {
       if (stream) {
-        for (int64_t i = 0; i < n; ++i) acc[i] = narrow<T>(acc[i]);
         const int64_t base =
             (plane / dx.sizes[1]) * dx.strides[0] + (plane % dx.sizes[1]) * dx.strides[1];
-        stream_copy(dx.template at<T>(base), acc, n * int64_t(sizeof(T)));
-        return;
+        return stream_out(dx.template at<T>(base));
       }
     }
     const int last = dx.rank - 1;
@@ -51,15 +50,37 @@ struct PlaneSums {
     Tensor rows = dx;
     rows.rank = last;  // the dimensions above the rows
     int64_t base = (plane / dx.sizes[1]) * dx.strides[0] + (plane % dx.sizes[1]) * dx.strides[1];
-    const A* from = acc;
+    A* from = acc;
     for (Walk w(rows, 2, base); w.more(); w.next(), from += width) {
       T* y = dx.template at<T>(w.offset);
       if (step == 1) {
-        for (int64_t i = 0; i < width; ++i) y[i] = narrow<T>(from[i]);
+        for (int64_t i = 0; i < width; ++i) y[i] = narrow<T>(from[i]), from[i] = A(0);
       } else {
-        for (int64_t i = 0; i < width; ++i) y[i * step] = narrow<T>(from[i]);
+        for (int64_t i = 0; i < width; ++i) y[i * step] = narrow<T>(from[i]), from[i] = A(0);
       }
     }
+  }
+  // The sums canonical into y (packed), whole 64-byte lines of it streamed from a line made
+  // on the stack a register at a time.
+  void stream_out(A* y) {
+    constexpr int64_t K = 64 / int64_t(sizeof(A));
+    constexpr int L = lanes_for<A>();
+    using V = Vec<A, L>;
+    const V nan = V{} + canonical(std::numeric_limits<A>::quiet_NaN());
+    int64_t i = 0;
+    const int64_t head =
+        std::min(n, int64_t((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / int64_t(sizeof(A)));
+    for (; i < head; ++i) y[i] = narrow<A>(acc[i]), acc[i] = A(0);
+    for (; i + K <= n; i += K) {
+      alignas(64) A line[K];
+      for (int64_t r = 0; r < K; r += L) {
+        const V v = load_vec<V>(acc + i + r);
+        store_vec(line + r, v != v ? nan : v);
+        store_vec(acc + i + r, V{});
+      }
+      stream_line(y + i, line);
+    }
+    for (; i < n; ++i) y[i] = narrow<A>(acc[i]), acc[i] = A(0);
   }
   template <class T> static T narrow(A v) {
     if constexpr (std::is_same_v<A, double>)
@@ -157,7 +178,6 @@ void max_grad(const MaxGradCall& c) {
       const int64_t p1 = std::min({hi, p0 + group, (n + 1) * channels});
       const Tensor arg = group_argmax(c, n, ch0, p1 - p0, scratch.data());
       for (int64_t plane = p0; plane < p1; ++plane) {
-        sums.clear();
         const int64_t ch = plane % channels;
         const int64_t dyb = n * c.dy.strides[0] + ch * c.dy.strides[1];
         const int64_t ab = (plane - p0) * out_plane;
@@ -194,7 +214,6 @@ void avg_grad(const AvgGradCall& c) {
       step *= c.dx.sizes[i + 2];
     }
     for (int64_t plane = lo; plane < hi; ++plane) {
-      sums.clear();
       int64_t n = plane / c.dy.sizes[1], ch = plane % c.dy.sizes[1];
       int64_t dyb = n * c.dy.strides[0] + ch * c.dy.strides[1];
       for (int64_t flat = 0; flat < out_plane; ++flat) {
