@@ -48,6 +48,14 @@ template <class T, int kLanes> struct MaxLanes {
       return c > b;
     }
   }
+  // better, or where kOrdered (floats of a block without a NaN: README "Ordered floats")
+  // the plain c > b
+  template <bool kOrdered> static M wins(V c, V b) {
+    if constexpr (kOrdered)
+      return c > b;
+    else
+      return better(c, b);
+  }
   // FLOAT16 bits to order-preserving int16 keys (keys.h, lane by lane)
   static Vec<int16_t, L> key(V raw) {
     using K = Vec<int16_t, L>;

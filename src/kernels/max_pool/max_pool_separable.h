@@ -127,11 +127,7 @@ __attribute__((always_inline)) inline void flat_vector_maxima(
   V best;
   U which{};
   auto take = [&](V v, int64_t j) {
-    typename Lanes::M t;
-    if constexpr (kOrdered)
-      t = v > best;
-    else
-      t = Lanes::better(v, best);
+    const auto t = Lanes::template wins<kOrdered>(v, best);
     best = t ? v : best;
     if constexpr (kIndices) which = widen_mask(t) ? U{} + uint32_t(j) * offset : which;
   };
@@ -390,11 +386,7 @@ __attribute__((always_inline)) inline void indexed_row(
     U flat = load_vec<U>(which[0] + o) + rowflat[0];
     for (int64_t m = 1; m < n; ++m) {
       const V v = load_vec<V>(rows[m] + o);
-      typename Lanes::M t;
-      if constexpr (kOrdered)
-        t = v > best;
-      else
-        t = Lanes::better(v, best);
+      const auto t = Lanes::template wins<kOrdered>(v, best);
       best = t ? v : best;
       flat = widen_mask(t) ? load_vec<U>(which[m] + o) + rowflat[m] : flat;
     }
