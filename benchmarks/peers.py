@@ -106,6 +106,8 @@ WORKLOADS = (
     Workload("2b", "avg pool 3x3 s2 p1, IncludePadding true", "avg", _R, **_W1,
              include_padding=True),
     Workload("3", "avg pool 3-D 2x2x2 s2", "avg", (4, 32, 32, 64, 64), window=2, strides=2),
+    Workload("3m", "max pool 3-D 3x3x3 s2 p1", "max", (8, 32, 32, 56, 56), window=3, strides=2,
+             pad=1),
     Workload("4", "max pool gradient 3x3 s2 p1", "max_grad", _R, **_W1, target="bandwidth"),
     *(Workload(f"5{m[0]}", f"pad 32 on H,W, {m}", "pad", (16, 3, 512, 512), mode=m, pads=32)
       for m in ("constant", "edge", "reflection", "symmetric", "wrap")),

@@ -835,6 +835,58 @@ def test_pixel_paths_take_3d_windows_of_unit_width():
             assert _same(g, w)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint8, np.float64])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_max_pooling_volumes(dtype, channels_last):
+    """3-D windows a D-plane at a time (max_pool/README.md "Volumes"): each input D-plane's
+    2-D maxima (the separable path; the pixel path for channels-last data), then each output
+    D-plane the first of the best of its window's. Against the reference: padding and
+    dilation along D, strides 1 and 2, windows whose D part or (H, W) part is all padding,
+    NaNs of two payloads and signed zeros tied across D-planes (the earlier D-plane wins),
+    64 and 17 channels; C-contiguous and channels-last outputs."""
+    rng = np.random.default_rng(12)
+    for channels in (64, 17):
+        shape = (2, channels, 7, 9, 20)
+        if np.dtype(dtype).kind == "f":
+            x = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.5], dtype), shape)
+            first, later = {np.float16: (0x7E01, 0xFE02), np.float32: (0x7FC00001, 0xFFC00002),
+                            np.float64: (0x7FF8000000000001, 0xFFF8000000000002)}[dtype]
+            bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+            x[0, 1, 2, 3, 4] = np.array(first, bits).view(dtype)
+            x[0, 1, 4, 3, 4] = np.array(later, bits).view(dtype)
+        else:
+            x = rng.integers(-3, 3, shape).astype(dtype)
+        if channels_last:
+            x = np.ascontiguousarray(np.moveaxis(x, 1, -1)).transpose(0, 4, 1, 2, 3)
+        for window, kw in (((3, 3, 3), dict(strides=2, start_padding=1, end_padding=1)),
+                           ((2, 2, 2), dict(strides=(1, 2, 2))),
+                           ((2, 3, 2), dict(strides=(2, 1, 2), dilations=(3, 1, 1),
+                                            start_padding=(2, 0, 1), end_padding=(4, 1, 0))),
+                           ((2, 2, 3), dict(start_padding=(3, 3, 0), end_padding=(0, 2, 1)))):
+            want = dml.max_pooling(x, window, backend="reference", **kw)
+            assert _same(dml.max_pooling(x, window, backend="cpu", **kw), want), (window, kw)
+            out = np.full((want.shape[0],) + want.shape[2:] + want.shape[1:2], 7, want.dtype)
+            out = np.moveaxis(out, -1, 1)
+            dml.max_pooling(x, window, backend="cpu", out=out, **kw)
+            assert _same(np.ascontiguousarray(out), want), (window, kw)
+
+
+def test_max_pooling_volumes_in_pieces():
+    """A volume whose D-planes' 2-D maxima pass the scratch's bound is done some output
+    D-planes at a time (each piece's input D-planes pooled again where pieces share them):
+    the plain kernel's bits."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((1, 2, 21, 520, 516)).astype(np.float32)
+    kw = dict(strides=2, start_padding=1, end_padding=1)
+    got = dml.max_pooling(x, 3, backend="cpu", **kw)
+    try:
+        cpu.FORCE_PLAIN = True
+        want = dml.max_pooling(x, 3, backend="cpu", **kw)
+    finally:
+        cpu.FORCE_PLAIN = False
+    assert _same(got, want)
+
+
 @pytest.mark.parametrize("window", [(2, 130), (130, 3), (9, 5)])
 def test_max_indices_beyond_tracked_positions(window):
     """Tracked positions are numbered in the key type: int8 keys number 127 at most, so a

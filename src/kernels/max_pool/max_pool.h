@@ -23,8 +23,9 @@ void max_pool(const MaxPoolCall& call);
 // The tiers max_pool chooses among, each in a file of its own (three translation units per
 // CPU level: the build's longest compile, shared out among the cores):
 void max_pool_plain_any(const MaxPoolCall& call);    // max_pool.cpp: the plain kernel
-bool max_pool_separable_any(const MaxPoolCall& call);  // max_pool_separable.cpp: runs it and
-                                                       // says so where its precondition holds
+bool max_pool_separable_any(const MaxPoolCall& call);  // max_pool_separable.cpp: runs it (or,
+                                                       // for 3-D windows, max_pool_volumes.h)
+                                                       // and says so where its precondition holds
 bool max_pool_pixels_any(const MaxPoolCall& call);  // max_pool_pixels.cpp: channels-last data's
                                                     // two passes, as max_pool_separable_any
 // max_pool_rows.cpp, the row walk: the register path for the outputs of each row it can

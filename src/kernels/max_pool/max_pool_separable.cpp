@@ -1,4 +1,5 @@
 #include "max_pool/max_pool_separable.h"
+#include "max_pool/max_pool_volumes.h"
 
 #include "common/dispatch.h"
 #include "max_pool/max_pool.h"
@@ -12,6 +13,9 @@ bool max_pool_separable_any(const MaxPoolCall& c) {
     if constexpr (kComparesLanesOf<typename MaxKey<T>::Raw>) {
       if (separable_path<T>(c)) {
         max_pool_separable<T>(c);
+        done = true;
+      } else if (volumes_path<T>(c)) {
+        max_pool_volumes<T>(c);
         done = true;
       }
     }
