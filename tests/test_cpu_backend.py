@@ -843,7 +843,8 @@ def test_max_pooling_volumes(dtype, channels_last):
     D-plane the first of the best of its window's. Against the reference: padding and
     dilation along D, strides 1 and 2, windows whose D part or (H, W) part is all padding,
     NaNs of two payloads and signed zeros tied across D-planes (the earlier D-plane wins),
-    64 and 17 channels; C-contiguous and channels-last outputs."""
+    64 and 17 channels; C-contiguous and channels-last outputs; values, UINT32 and UINT64
+    indices, and the gradient (its argmax)."""
     rng = np.random.default_rng(12)
     for channels in (64, 17):
         shape = (2, channels, 7, 9, 20)
@@ -869,22 +870,34 @@ def test_max_pooling_volumes(dtype, channels_last):
             out = np.moveaxis(out, -1, 1)
             dml.max_pooling(x, window, backend="cpu", out=out, **kw)
             assert _same(np.ascontiguousarray(out), want), (window, kw)
+            for idt in (np.uint32, np.uint64):
+                got = dml.max_pooling(x, window, backend="cpu", output_indices=True,
+                                      indices_dtype=idt, **kw)
+                ref = dml.max_pooling(x, window, backend="reference", output_indices=True,
+                                      indices_dtype=idt, **kw)
+                assert _same(got[0], ref[0]) and _same(got[1], ref[1]), (window, kw, idt)
+            if np.dtype(dtype).kind == "f":
+                dy = rng.standard_normal(want.shape).astype(dtype)
+                assert _same(dml.max_pooling_grad(x, dy, window, backend="cpu", **kw),
+                             dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
 
 
 def test_max_pooling_volumes_in_pieces():
     """A volume whose D-planes' 2-D maxima pass the scratch's bound is done some output
     D-planes at a time (each piece's input D-planes pooled again where pieces share them):
-    the plain kernel's bits."""
+    the plain kernel's bits, values and indices (a later piece's from its first D-plane's)."""
     rng = np.random.default_rng(13)
     x = rng.standard_normal((1, 2, 21, 520, 516)).astype(np.float32)
-    kw = dict(strides=2, start_padding=1, end_padding=1)
+    kw = dict(strides=2, start_padding=1, end_padding=1, output_indices=True)
     got = dml.max_pooling(x, 3, backend="cpu", **kw)
     try:
         cpu.FORCE_PLAIN = True
         want = dml.max_pooling(x, 3, backend="cpu", **kw)
     finally:
         cpu.FORCE_PLAIN = False
-    assert _same(got, want)
+    assert _same(got[0], want[0]) and _same(got[1], want[1])
+    assert _same(dml.max_pooling(x, 3, backend="cpu", strides=2, start_padding=1,
+                                 end_padding=1), want[0])
 
 
 @pytest.mark.parametrize("window", [(2, 130), (130, 3), (9, 5)])

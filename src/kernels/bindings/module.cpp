@@ -189,16 +189,19 @@ void lp_pool(nb::handle x, nb::handle y, const dmlops::Window& w, int64_t p, int
 }
 
 // x, dy and dx as the kernels run them (channels-last data re-cast, as max_pool's); the
-// argmax's flat indices index_bytes wide, found by groups of about group_bytes of x's planes
-void max_pool_grad(nb::handle x, nb::handle dy, nb::handle dx, const dmlops::Window& w,
-                   int index_bytes, int64_t group_bytes, int threads, bool plain) {
-  Held h0, h1, h2;
+// argmax's flat indices index_bytes wide, found by groups of about group_bytes of x's planes,
+// or given (arg, dy's sizes)
+void max_pool_grad(nb::handle x, nb::handle dy, nb::handle arg, nb::handle dx,
+                   const dmlops::Window& w, int index_bytes, int64_t group_bytes, int threads,
+                   bool plain) {
+  Held h0, h1, h2, h3;
   dmlops::MaxGradCall c;
   c.forward.x = h0.take(x, false);
   c.forward.w = w;
   c.forward.plain = plain;
   c.dy = h1.take(dy, false);
   c.dx = h2.take(dx, true);
+  if (!arg.is_none()) c.arg = h3.take(arg, false);
   if (index_bytes != 4 && index_bytes != 8)
     throw std::invalid_argument("dmlops kernels: the argmax's indices are 4 or 8 bytes");
   c.index_bytes = index_bytes;
@@ -322,7 +325,8 @@ NB_MODULE(DMLOPS_MODULE, m) {
   m.def("average_pool", &average_pool);
   m.def("quantized_average_pool", &quantized_average_pool);
   m.def("lp_pool", &lp_pool);
-  m.def("max_pool_grad", &max_pool_grad, nb::arg("x"), nb::arg("dy"), nb::arg("dx"),
+  m.def("max_pool_grad", &max_pool_grad, nb::arg("x"), nb::arg("dy"), nb::arg("arg").none(),
+        nb::arg("dx"),
         nb::arg("window"), nb::arg("index_bytes"), nb::arg("group_bytes"),
         nb::arg("threads"), nb::arg("plain"));
   m.def("average_pool_grad", &average_pool_grad);

@@ -165,25 +165,27 @@ void max_grad(const MaxGradCall& c) {
   const int64_t channels = c.dy.sizes[1], planes = c.dx.sizes[0] * channels;
   const int64_t in_plane = plane_size(c.dx), out_plane = plane_size(c.dy);
   const int64_t plane_bytes = in_plane * int64_t(element_size(c.dx.dtype));
+  const bool given = c.arg.data != nullptr;
+  const int bytes = given ? element_size(c.arg.dtype) : c.index_bytes;
   const int64_t group =
-      std::clamp<int64_t>(c.group_bytes / std::max<int64_t>(plane_bytes, 1), 1, channels);
+      given ? 1 : std::clamp<int64_t>(c.group_bytes / std::max<int64_t>(plane_bytes, 1), 1, channels);
   parallel_for(planes, double(planes) * double(in_plane + out_plane), c.threads,
                [&](int64_t lo, int64_t hi) {
     PlaneSums<A> sums(in_plane);
     const bool stream = stream_planes(c.dx);
-    std::vector<uint64_t> scratch(size_t(group * out_plane * c.index_bytes + 7) / 8);
+    std::vector<uint64_t> scratch(given ? 0 : size_t(group * out_plane * bytes + 7) / 8);
     for (int64_t p0 = lo; p0 < hi;) {
       // a group: planes of one image
       const int64_t n = p0 / channels, ch0 = p0 % channels;
       const int64_t p1 = std::min({hi, p0 + group, (n + 1) * channels});
-      const Tensor arg = group_argmax(c, n, ch0, p1 - p0, scratch.data());
+      const Tensor arg = given ? c.arg : group_argmax(c, n, ch0, p1 - p0, scratch.data());
       for (int64_t plane = p0; plane < p1; ++plane) {
         const int64_t ch = plane % channels;
         const int64_t dyb = n * c.dy.strides[0] + ch * c.dy.strides[1];
-        const int64_t ab = (plane - p0) * out_plane;
-        const uint64_t first = uint64_t((plane - p0) * in_plane);
+        const int64_t ab = given ? n * arg.strides[0] + ch * arg.strides[1] : (plane - p0) * out_plane;
+        const uint64_t first = uint64_t((given ? plane : plane - p0) * in_plane);
         // (4-byte indices where every flat index fits: half the argmax's scratch)
-        if (c.index_bytes == 4)
+        if (bytes == 4)
           scatter_plane<T, uint32_t>(c.dy, dyb, arg, ab, first, sums.acc);
         else
           scatter_plane<T, uint64_t>(c.dy, dyb, arg, ab, first, sums.acc);

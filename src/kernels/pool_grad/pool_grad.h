@@ -16,9 +16,12 @@ namespace dmlops {
 // element), then dy scattered through it into dx while it is in the caches (README "Argmax by
 // groups of planes"). x, dy and dx as the kernels run them: channels-last data re-cast with
 // its channels innermost, (N, 1, S..., C), whose order keeps every element's contributions in
-// ascending forward-output order.
+// ascending forward-output order. Where the argmax is given (`arg`: channels-last x whose dx is
+// not channels-last, the argmax found whole, x re-cast, and dx summed plane by plane), the
+// groups are single planes and the flat indices are over the whole of x.
 struct MaxGradCall {
   Tensor dy, dx;
+  Tensor arg;  // the argmax given (dy's sizes, flat indices over x): data == nullptr: found here
   MaxPoolCall forward;
   int index_bytes;
   int64_t group_bytes;  // about this many bytes of x a group
