@@ -201,11 +201,16 @@ void max_pool_volumes(const MaxPoolCall& c) {
             }
             continue;
           }
-          if (indexed)
-            indexed_volume_row<T>(rows, which, count, width, y, ys, c.indices, wi.offset, base,
-                                  c.empty_index);
-          else
-            output_row<T>(rows, count, width, y, ys);
+          // (indexed instances only where the indices' lanes make a register: volumes_path)
+          bool done = false;
+          if constexpr (kIndexLanesFit<Raw>) {
+            if (indexed) {
+              indexed_volume_row<T>(rows, which, count, width, y, ys, c.indices, wi.offset,
+                                    base, c.empty_index);
+              done = true;
+            }
+          }
+          if (!done) output_row<T>(rows, count, width, y, ys);
           for (int64_t m = 0; m < count; ++m) {
             rows[m] += width;
             if (indexed) which[m] += width;
