@@ -293,11 +293,8 @@ inline void column_block(const typename MaxKey<T>::Raw* const* rows, int64_t n, 
   if (kRows > 0) n = kRows;
   V best = load_vec<V>(rows[0] + o);
   for (int64_t m = 1; m < n; ++m) {
-    V v = load_vec<V>(rows[m] + o);
-    if constexpr (kOrdered)
-      best = v > best ? v : best;
-    else
-      best = Lanes::better(v, best) ? v : best;
+    const V v = load_vec<V>(rows[m] + o);
+    best = Lanes::template wins<kOrdered>(v, best) ? v : best;
   }
   store_lanes<Raw, L>(y + o * ys, ys, best);
 }
