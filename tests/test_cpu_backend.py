@@ -882,6 +882,21 @@ def test_max_pooling_volumes(dtype, channels_last):
                              dml.max_pooling_grad(x, dy, window, backend="reference", **kw))
 
 
+def test_max_pooling_volumes_of_reversed_views():
+    """Volumes read through views with negative strides (D-planes and channels reversed,
+    which the volumes path takes; H and W reversed too): values and indices as the
+    reference's."""
+    rng = np.random.default_rng(14)
+    base = rng.choice(np.array([-0.0, 0.0, -1.0, 1.0, 2.5], np.float32), (2, 19, 7, 9, 20))
+    cl = np.ascontiguousarray(np.moveaxis(base, 1, -1))
+    for x in (base[:, ::-1, ::-1], base[:, ::-1, ::-1, ::-1, ::-1],
+              np.moveaxis(cl[:, ::-1], -1, 1), np.moveaxis(cl[:, ::-1, ::-1, ::-1, ::-1], -1, 1)):
+        for kw in (dict(strides=2, start_padding=1, end_padding=1), dict(strides=(1, 2, 2))):
+            got = dml.max_pooling(x, 3, backend="cpu", output_indices=True, **kw)
+            want = dml.max_pooling(x, 3, backend="reference", output_indices=True, **kw)
+            assert _same(got[0], want[0]) and _same(got[1], want[1])
+
+
 def test_max_pooling_volumes_in_pieces():
     """A volume whose D-planes' 2-D maxima pass the scratch's bound is done some output
     D-planes at a time (each piece's input D-planes pooled again where pieces share them):
